@@ -1,0 +1,34 @@
+import Foundation
+
+/// Where a cache reads the current time.
+///
+/// Expiry, age limits and access order all read this clock. Tests inject one they advance by hand,
+/// so time-dependent behaviour is checked without sleeping.
+public struct CacheClock: Sendable {
+    private let read: @Sendable () -> Date
+
+    /// A clock that reads `now` each time the cache needs the time.
+    public init(_ now: @escaping @Sendable () -> Date) {
+        read = now
+    }
+
+    /// The wall clock.
+    public static let system = CacheClock { Date() }
+
+    /// The current time.
+    public var now: Date { read() }
+
+    /// The current time in whole milliseconds since 1970, the unit stored on disk.
+    var milliseconds: UInt64 {
+        UInt64(max(0, (read().timeIntervalSince1970 * 1_000).rounded(.down)))
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, rounded down; negative durations count as zero.
+    var milliseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return 0 }
+        return UInt64(seconds) * 1_000 + UInt64(attoseconds / 1_000_000_000_000_000)
+    }
+}

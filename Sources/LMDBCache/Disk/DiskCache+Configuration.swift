@@ -1,0 +1,73 @@
+import CLMDB
+
+extension DiskCache {
+    /// How writes reach the disk.
+    public enum Durability: Sendable {
+        /// `setData` returns once the write is queued; the writer thread commits queued writes in
+        /// batches, each commit writing its data pages with `fdatasync` (LMDB's `MDB_NOMETASYNC`).
+        /// A killed process loses only writes not yet committed; an OS crash may also lose the
+        /// last committed batch, never the store's integrity. `flush()` makes everything durable.
+        case batched
+        /// `setData` returns once its write is committed and synced (meta page included).
+        case synchronous
+    }
+
+    /// Limits and settings of a disk cache. `nil` means no limit.
+    public struct Configuration: Sendable {
+        /// Most entries kept; passing it on write trims down to ``lowWaterMark`` of it.
+        public var countLimit: Int?
+        /// Most bytes kept, counted as each entry's stored key and record (after compression).
+        public var costLimit: Int?
+        /// Entries not read or written for this long are removed by trimming (YYCache's meaning).
+        public var ageLimit: Duration?
+        /// Bytes that must stay free on the volume; enforced by the trimming scheduler.
+        public var freeSpaceLimit: Int?
+        /// How often the trimming scheduler checks the limits (YYDiskCache's default: 60 s).
+        public var autoTrimInterval: Duration
+        /// Trimming on write removes entries until count and cost are at this fraction of their
+        /// limits, so it does not run on every insert. Default 0.9.
+        public var lowWaterMark: Double = 0.9
+        /// Values of at least this many bytes are deflated (and kept so only when smaller);
+        /// nil stores every value as it is. Default 512.
+        public var compressionThreshold: Int? = 512
+        /// zlib level, 1 (fastest) to 9 (smallest). Default 1.
+        public var compressionLevel: Int = 1
+        /// When a write counts as done. Default ``Durability/batched``.
+        public var durability: Durability = .batched
+        /// Map size the store starts with; it grows by itself when full. Default 64 MiB.
+        public var initialMapSize: Int = 64 << 20
+        /// What to do when the store's file is damaged on open. Default: move it aside, start empty.
+        public var damagedStore: DamagedStorePolicy = .recreate
+        /// A read records its access time (for LRU order) only when the recorded one is at least
+        /// this old, bounding the writes reads cause. Default 1 s.
+        public var accessTimeGranularity: Duration = .seconds(1)
+        /// Queued bytes above which `setData` waits for the writer. Default 64 MiB.
+        public var maxPendingBytes: Int = 64 << 20
+        /// The time source for expiry and access order.
+        public var clock: CacheClock = .system
+
+        /// A configuration with the given limits and defaults for everything else.
+        public init(
+            countLimit: Int? = nil, costLimit: Int? = nil, ageLimit: Duration? = nil,
+            freeSpaceLimit: Int? = nil, autoTrimInterval: Duration = .seconds(60)
+        ) {
+            self.countLimit = countLimit
+            self.costLimit = costLimit
+            self.ageLimit = ageLimit
+            self.freeSpaceLimit = freeSpaceLimit
+            self.autoTrimInterval = autoTrimInterval
+        }
+
+        var limits: DiskLimits {
+            DiskLimits(count: countLimit, cost: costLimit, lowWater: min(max(lowWaterMark, 0), 1), clock: clock)
+        }
+
+        var environmentOptions: Environment.Options {
+            Environment.Options(
+                initialMapSize: max(initialMapSize, 1 << 20),
+                syncFlags: MDB_NOMETASYNC,
+                damagedStore: damagedStore,
+                databases: DiskDatabases.names)
+        }
+    }
+}

@@ -1,0 +1,268 @@
+import Foundation
+import Logging
+
+/// A persistent key-value cache of byte values in one directory, on LMDB.
+///
+/// Values are stored as checksummed records, deflated when that saves space. Writes are queued and
+/// committed in batches by a writer thread (reads see them at once); reads never open a write
+/// transaction. Entries are evicted least recently used first, and expired entries are never
+/// returned. Several handles, threads and processes may use one directory at once.
+///
+/// ```swift
+/// let disk = try DiskCache(directory: dir, configuration: .init(costLimit: 256 << 20))
+/// try disk.setData([UInt8](payload), forKey: "k")
+/// let bytes: [UInt8]? = try disk.data(forKey: "k")
+/// ```
+public final class DiskCache: Sendable {
+    /// The cache directory.
+    public let directory: URL
+    /// The configuration the cache was opened with.
+    public let configuration: Configuration
+    private let store: DiskStore
+    private let identity: DirectoryIdentity
+    private let logger: Logger
+    /// Held shared by every call and exclusive by `close()`, so closing waits for running calls.
+    private let gate = ReadWriteLock()
+    private let isClosed = LockedFlag()
+
+    /// Opens (creating when missing, owner-only) the cache in `directory`.
+    ///
+    /// - Throws: ``CacheError/directoryUnavailable(path:reason:)`` when the directory cannot be
+    ///   created or used, ``CacheError/damagedStore(path:reason:)`` when the store is damaged and
+    ///   the configuration says to fail, ``CacheError/unsupportedFormat(path:found:supported:)``.
+    public init(
+        directory: URL, configuration: Configuration = .init(),
+        logger: Logger = Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws {
+        let path = directory.standardizedFileURL.path
+        self.directory = directory
+        self.configuration = configuration
+        self.logger = logger
+        (store, identity) = try DiskStore.registry.acquire(directory: path) { path in
+            try DiskStore(directory: path, options: configuration.environmentOptions, logger: logger)
+        }
+    }
+
+    deinit {
+        close()
+    }
+
+    // MARK: Values
+
+    /// Stores `value` under `key`, replacing any value there.
+    ///
+    /// Returns once the write is queued (``Durability/batched``) or committed and synced
+    /// (``Durability/synchronous``). A later ``data(forKey:)`` returns `value` either way.
+    ///
+    /// - Parameter expiresAfter: the entry is never returned after this long, read or not.
+    /// - Throws: ``CacheError/invalidKey(reason:)`` for an empty key,
+    ///   ``CacheError/valueTooLarge(size:limit:)`` when the record exceeds the cost limit or
+    ///   256 MiB, ``CacheError/closed``, and in synchronous mode any write failure.
+    public func setData(_ value: [UInt8], forKey key: [UInt8], expiresAfter: Duration? = nil) throws {
+        try withStore { store in
+            let storageKey = try StorageKey(key)
+            guard value.count <= Record.maxValueSize else {
+                throw CacheError.valueTooLarge(size: value.count, limit: Record.maxValueSize)
+            }
+            let now = configuration.clock.milliseconds
+            let expires = expiresAfter.map { now + $0.milliseconds } ?? 0
+            let record = value.withUnsafeBytes { bytes in
+                Record.encode(
+                    value: bytes, fullKey: storageKey.fullKey, now: now, expires: expires,
+                    threshold: configuration.compressionThreshold, level: Int32(configuration.compressionLevel))
+            }
+            let cost = Totals.cost(keyLength: storageKey.bytes.count, recordLength: record.count)
+            if let limit = configuration.costLimit, cost > limit {
+                throw CacheError.valueTooLarge(size: cost, limit: limit)
+            }
+            try store.enqueue(
+                storageKey, .set(record: record, limits: configuration.limits),
+                synchronous: configuration.durability == .synchronous,
+                maxPendingBytes: configuration.maxPendingBytes)
+        }
+    }
+
+    /// The value stored under `key`, or nil when there is none, it expired, or its record is
+    /// damaged (a damaged record is also logged and removed).
+    public func data(forKey key: [UInt8]) throws -> [UInt8]? {
+        try withStore { store -> [UInt8]? in
+            let storageKey = try StorageKey(key)
+            let now = configuration.clock.milliseconds
+            if let pending = store.pending(storageKey) {
+                guard case .set(let record, _) = pending else { return nil }
+                return try record.withUnsafeBytes { bytes -> [UInt8]? in
+                    let header = try Record.validate(bytes)
+                    return header.isExpired(at: now) ? nil : try Record.value(bytes, header: header)
+                }
+            }
+            let found = try store.env.read { txn -> Lookup in
+                guard let bytes = try txn.get(store.db.records, storageKey.bytes) else { return .miss }
+                do throws(Record.Damage) {
+                    let header = try Record.validate(bytes)
+                    guard Record.matches(bytes, header: header, key: storageKey), !header.isExpired(at: now) else {
+                        return .miss
+                    }
+                    return .hit(try Record.value(bytes, header: header), accessed: header.accessed)
+                } catch {
+                    return .damaged(error)
+                }
+            }
+            switch found {
+            case .miss:
+                return nil
+            case .hit(let value, let accessed):
+                if now >= accessed + configuration.accessTimeGranularity.milliseconds, now > accessed {
+                    store.recordAccess(storageKey, at: now)
+                }
+                return value
+            case .damaged(let damage):
+                store.reportDamage(storageKey, damage)
+                return nil
+            }
+        }
+    }
+
+    private enum Lookup {
+        case miss
+        case hit([UInt8], accessed: UInt64)
+        case damaged(Record.Damage)
+    }
+
+    /// True when a value that has not expired is stored under `key`. Does not count as an access.
+    public func containsData(forKey key: [UInt8]) throws -> Bool {
+        try withStore { store in
+            let storageKey = try StorageKey(key)
+            let now = configuration.clock.milliseconds
+            if let pending = store.pending(storageKey) {
+                guard case .set(let record, _) = pending else { return false }
+                return record.withUnsafeBytes { Record.Header($0).map { !$0.isExpired(at: now) } ?? false }
+            }
+            return try store.env.read { txn in
+                guard let bytes = try txn.get(store.db.records, storageKey.bytes),
+                    let header = Record.Header(bytes)
+                else { return false }
+                return Record.matches(bytes, header: header, key: storageKey) && !header.isExpired(at: now)
+            }
+        }
+    }
+
+    /// Removes the value stored under `key`, if any.
+    public func removeData(forKey key: [UInt8]) throws {
+        try withStore { store in
+            try store.enqueue(
+                try StorageKey(key), .remove, synchronous: configuration.durability == .synchronous,
+                maxPendingBytes: configuration.maxPendingBytes)
+        }
+    }
+
+    /// Removes every entry (queued writes included) and commits.
+    public func removeAll() throws {
+        try withStore { store in try store.env.writer.sync { try store.removeAll() } }
+    }
+
+    // MARK: Trimming
+
+    /// Removes expired entries, then least recently used ones until at most `count` remain.
+    ///
+    /// - Complexity: O(k log n) for k entries removed; done in transactions of at most 256 removals.
+    public func trim(toCount count: Int) throws {
+        try trim(DiskStore.TrimPlan(count: max(0, count)))
+    }
+
+    /// Removes expired entries, then least recently used ones until at most `cost` bytes remain.
+    ///
+    /// - Complexity: O(k log n) for k entries removed; done in transactions of at most 256 removals.
+    public func trim(toCost cost: Int) throws {
+        try trim(DiskStore.TrimPlan(cost: max(0, cost)))
+    }
+
+    /// Removes expired entries and those not accessed for `age` or longer.
+    ///
+    /// - Complexity: O(k log n) for k entries removed; done in transactions of at most 256 removals.
+    public func trim(toAge age: Duration) throws {
+        let now = configuration.clock.milliseconds
+        let cutoff = now >= age.milliseconds ? now - age.milliseconds : 0
+        try trim(DiskStore.TrimPlan(accessedBefore: cutoff))
+    }
+
+    /// Removes expired entries only.
+    public func removeExpired() throws {
+        try trim(DiskStore.TrimPlan())
+    }
+
+    private func trim(_ plan: DiskStore.TrimPlan) throws {
+        try withStore { store in
+            let now = configuration.clock.milliseconds
+            try store.env.writer.sync {
+                store.drain()
+                try store.trim(plan, now: now)
+            }
+        }
+    }
+
+    // MARK: Totals and lifecycle
+
+    /// Entries stored, as of the last commit (call ``flush()`` first to count queued writes).
+    /// Exact across threads and processes. 0 once closed.
+    public var totalCount: Int {
+        (try? withStore { try $0.totals().count }) ?? 0
+    }
+
+    /// Bytes stored (each entry's stored key and record), as of the last commit. 0 once closed.
+    public var totalCost: Int {
+        (try? withStore { try $0.totals().bytes }) ?? 0
+    }
+
+    /// Commits every write queued so far and syncs it to disk.
+    ///
+    /// - Throws: the first write failure since the previous flush (the failed batch was dropped),
+    ///   or ``CacheError/closed``.
+    public func flush() throws {
+        try withStore { try $0.flush() }
+    }
+
+    /// Flushes, then closes this handle; the directory's store closes with its last handle.
+    /// Later calls throw ``CacheError/closed``. Calling it again does nothing.
+    public func close() {
+        gate.withExclusiveLock {
+            guard isClosed.set() else { return }
+            do {
+                try store.flush()
+            } catch {
+                logger.error("LMDBCache could not flush on close", metadata: ["error": "\(error)"])
+            }
+            DiskStore.registry.release(identity) { $0.close() }
+        }
+    }
+
+    private func withStore<T>(_ body: (DiskStore) throws -> T) throws -> T {
+        gate.lockShared()
+        defer { gate.unlockShared() }
+        guard !isClosed.value else { throw CacheError.closed }
+        return try body(store)
+    }
+}
+
+// MARK: - String keys
+
+extension DiskCache {
+    /// Stores `value` under the UTF-8 bytes of `key`.
+    public func setData(_ value: [UInt8], forKey key: String, expiresAfter: Duration? = nil) throws {
+        try setData(value, forKey: Array(key.utf8), expiresAfter: expiresAfter)
+    }
+
+    /// The value stored under the UTF-8 bytes of `key`.
+    public func data(forKey key: String) throws -> [UInt8]? {
+        try data(forKey: Array(key.utf8))
+    }
+
+    /// True when a live value is stored under the UTF-8 bytes of `key`.
+    public func containsData(forKey key: String) throws -> Bool {
+        try containsData(forKey: Array(key.utf8))
+    }
+
+    /// Removes the value stored under the UTF-8 bytes of `key`.
+    public func removeData(forKey key: String) throws {
+        try removeData(forKey: Array(key.utf8))
+    }
+}

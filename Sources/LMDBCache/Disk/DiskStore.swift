@@ -1,0 +1,329 @@
+import Foundation
+import Logging
+import Metrics
+import Synchronization
+
+/// The disk tier of one directory in this process, shared by every ``DiskCache`` handle on it.
+///
+/// Callers encode records on their own threads and queue them in ``PendingWrites``; the
+/// environment's writer thread commits the queue in batches (one transaction each), together with
+/// the access times reads have collected, then trims to the low-water mark when a limit is passed.
+/// Reads look at the queue first, then at LMDB through a pooled read transaction.
+final class DiskStore: Sendable {
+    let env: Environment
+    let path: String
+    let db: DiskDatabases
+    private let state = Mutex(PendingWrites())
+    /// Broadcast after every batch, so flushes, synchronous writes and full queues can wait.
+    private let progress = NSCondition()
+    private let logger: Logger
+    private let damagedRecords = Counter(label: "lmdbcache_disk_damaged_records_total")
+    private let failedWrites = Counter(label: "lmdbcache_disk_failed_writes_total")
+
+    /// Most writes committed in one transaction.
+    static let maxBatchWrites = 1_000
+    /// Most bytes committed in one transaction (LMDB caps a transaction's dirty pages).
+    static let maxBatchBytes = 64 << 20
+    /// Most entries one trim transaction removes, so a trim never holds the writer long.
+    static let trimBatchSize = 256
+    /// Buffered access times that make the writer commit them without waiting for a write.
+    static let accessBatchSize = 512
+
+    static let registry = DirectoryRegistry<DiskStore>()
+
+    init(directory: String, options: Environment.Options, logger: Logger) throws {
+        env = try Environment.open(directory: directory, options: options, logger: logger)
+        path = directory
+        db = DiskDatabases(env.databases)
+        self.logger = logger
+        do {
+            try env.writer.sync { try checkFormat() }
+        } catch {
+            env.close()
+            throw error
+        }
+    }
+
+    private func checkFormat() throws {
+        try env.write { txn in
+            let stored = try Totals.load(txn, db.info, Totals.formatKey)
+            if stored > UInt64(Record.formatVersion) {
+                throw CacheError.unsupportedFormat(path: path, found: Int(stored), supported: Int(Record.formatVersion))
+            }
+            if stored == 0 { try Totals.store(txn, db.info, Totals.formatKey, UInt64(Record.formatVersion)) }
+        }
+    }
+
+    /// Commits everything queued, syncs, and closes the environment. The last handle calls it.
+    func close() {
+        _ = try? env.writer.sync {
+            drain()
+            try env.sync()
+        }
+        env.close()
+    }
+
+    // MARK: Writes
+
+    /// Queues `operation`; with `synchronous`, returns once it is committed and synced.
+    /// Waits first while more than `maxPendingBytes` are queued.
+    func enqueue(_ key: StorageKey, _ operation: PendingOperation, synchronous: Bool, maxPendingBytes: Int) throws {
+        if state.withLock({ $0.queuedBytes > maxPendingBytes }) {
+            progress.lock()
+            while state.withLock({ $0.queuedBytes > maxPendingBytes }) { progress.wait() }
+            progress.unlock()
+        }
+        let (sequence, schedule) = state.withLock { pending in
+            let sequence = pending.enqueue(key, operation)
+            if synchronous { pending.requestSync(through: sequence) }
+            return (sequence, scheduleDrain(&pending))
+        }
+        if schedule { startDrain() }
+        if synchronous {
+            try waitUntil { $0.syncedThrough >= sequence }
+            if let error = state.withLock({ $0.failure(of: sequence) }) { throw error }
+        }
+    }
+
+    /// Commits and syncs every write queued so far; throws the first failure since the last flush.
+    func flush() throws {
+        let (target, schedule) = state.withLock { pending in
+            pending.requestSync(through: pending.lastQueued)
+            return (pending.lastQueued, scheduleDrain(&pending))
+        }
+        if schedule { startDrain() }
+        if target > 0 { try waitUntil { $0.syncedThrough >= target } }
+        if let error = state.withLock({ $0.takeUnreportedFailure() }) { throw error }
+    }
+
+    /// The newest queued write for `key`, if it is not committed yet.
+    func pending(_ key: StorageKey) -> PendingOperation? {
+        state.withLock { $0.pending(key) }
+    }
+
+    /// Buffers a read's access time; the writer records it with its next batch.
+    func recordAccess(_ key: StorageKey, at time: UInt64) {
+        let schedule = state.withLock { pending in
+            pending.recordAccess(key, at: time)
+            return pending.accessCount >= Self.accessBatchSize && scheduleDrain(&pending)
+        }
+        if schedule { startDrain() }
+    }
+
+    /// Logs and counts a damaged record, and has the writer remove it.
+    func reportDamage(_ key: StorageKey, _ damage: Record.Damage) {
+        logger.error(
+            "LMDBCache found a damaged record; treating it as a miss and removing it",
+            metadata: ["path": "\(path)", "damage": "\(damage)"])
+        damagedRecords.increment()
+        let schedule = state.withLock { pending in
+            pending.recordDamage(key)
+            return scheduleDrain(&pending)
+        }
+        if schedule { startDrain() }
+    }
+
+    private func scheduleDrain(_ pending: inout PendingWrites) -> Bool {
+        if pending.drainScheduled { return false }
+        pending.drainScheduled = true
+        return true
+    }
+
+    private func startDrain() {
+        env.writer.async { [self] in drain() }
+    }
+
+    private func waitUntil(_ condition: (PendingWrites) -> Bool) throws {
+        progress.lock()
+        defer { progress.unlock() }
+        while !state.withLock({ condition($0) }) { progress.wait() }
+    }
+
+    // MARK: The writer
+
+    /// Commits batches until the queue is empty, trimming when a batch passes its handle's limits.
+    /// Runs on the writer thread.
+    func drain() {
+        while let limits = commitNextBatch() {
+            guard let limits else { continue }
+            do {
+                let totals = try env.read { try Totals($0, db.info) }
+                guard limits.isExceeded(by: totals) else { continue }
+                let plan = TrimPlan(
+                    count: limits.count.map { Int(Double($0) * limits.lowWater) },
+                    cost: limits.cost.map { Int(Double($0) * limits.lowWater) })
+                try trim(plan, now: limits.clock.milliseconds)
+            } catch {
+                logger.error("LMDBCache could not trim to its limits", metadata: ["path": "\(path)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Commits one batch; returns nil when there was none, else the limits of its newest insert.
+    private func commitNextBatch() -> DiskLimits?? {
+        guard let batch = state.withLock({ $0.takeBatch(maxWrites: Self.maxBatchWrites, maxBytes: Self.maxBatchBytes) }) else {
+            return nil
+        }
+        var failure: CacheError?
+        if !batch.writes.isEmpty || !batch.accesses.isEmpty || !batch.damaged.isEmpty {
+            do {
+                try env.write { txn in try apply(batch, txn) }
+            } catch {
+                let cacheError = error as? CacheError ?? .lmdb(code: -1, operation: "write", message: "\(error)")
+                failure = cacheError
+                failedWrites.increment(by: batch.writes.count)
+                logger.error(
+                    "LMDBCache dropped a batch of writes",
+                    metadata: ["path": "\(path)", "writes": "\(batch.writes.count)", "error": "\(cacheError)"])
+            }
+        }
+        state.withLock { $0.complete(batch, error: failure) }
+        if state.withLock({ $0.syncDue }) {
+            do {
+                try env.sync()
+            } catch {
+                logger.error("LMDBCache could not sync its store", metadata: ["path": "\(path)", "error": "\(error)"])
+            }
+            state.withLock { $0.markSynced() }
+        }
+        progress.lock()
+        progress.broadcast()
+        progress.unlock()
+        return .some(batch.limits)
+    }
+
+    private func apply(_ batch: WriteBatch, _ txn: WriteTransaction) throws {
+        var totals = try Totals(txn, db.info)
+        let before = totals
+        for write in batch.writes {
+            try removeEntry(write.key.bytes, txn, &totals)
+            guard case .set(let record, _) = write.operation else { continue }
+            try record.withUnsafeBytes { bytes in
+                try txn.put(db.records, write.key.bytes, bytes)
+                let header = Record.Header(bytes)!
+                try txn.put(db.access, DiskDatabases.indexKey(time: header.accessed, key: write.key.bytes), [])
+                if header.expires != 0 {
+                    try txn.put(db.expiry, DiskDatabases.indexKey(time: header.expires, key: write.key.bytes), [])
+                }
+            }
+            totals.count += 1
+            totals.bytes += Totals.cost(keyLength: write.key.bytes.count, recordLength: record.count)
+        }
+        for (key, time) in batch.accesses {
+            guard let bytes = try txn.get(db.records, key.bytes), let header = Record.Header(bytes),
+                header.accessed < time
+            else { continue }
+            let updated = Record.withAccessTime(bytes, time)
+            try txn.delete(db.access, DiskDatabases.indexKey(time: header.accessed, key: key.bytes))
+            try txn.put(db.records, key.bytes, updated)
+            try txn.put(db.access, DiskDatabases.indexKey(time: time, key: key.bytes), [])
+        }
+        for key in batch.damaged {
+            guard let bytes = try txn.get(db.records, key.bytes) else { continue }
+            if (try? Record.validate(bytes)) == nil {
+                try removeEntry(key.bytes, txn, &totals)
+            }
+        }
+        if totals != before { try totals.save(txn, db.info) }
+    }
+
+    /// Removes the entry stored under `key` with its index entries, if there is one.
+    private func removeEntry(_ key: [UInt8], _ txn: WriteTransaction, _ totals: inout Totals) throws {
+        guard let bytes = try txn.get(db.records, key) else { return }
+        let cost = Totals.cost(keyLength: key.count, recordLength: bytes.count)
+        if let header = Record.Header(bytes) {
+            try txn.delete(db.access, DiskDatabases.indexKey(time: header.accessed, key: key))
+            if header.expires != 0 {
+                try txn.delete(db.expiry, DiskDatabases.indexKey(time: header.expires, key: key))
+            }
+        }
+        // A record with a damaged header leaves index entries behind; trimming drops them when it
+        // reaches them (see `evict`).
+        try txn.delete(db.records, key)
+        totals.count -= 1
+        totals.bytes -= cost
+    }
+
+    // MARK: Trimming
+
+    /// What a trim removes, beyond expired entries: least recently used entries while the store
+    /// holds more than `count` entries or `cost` bytes, and entries last used before `accessedBefore`.
+    struct TrimPlan {
+        var count: Int?
+        var cost: Int?
+        var accessedBefore: UInt64?
+    }
+
+    /// Removes expired entries, then least recently used ones as `plan` says, in transactions of
+    /// at most ``trimBatchSize`` removals; queued writes are committed between them. Writer only.
+    func trim(_ plan: TrimPlan, now: UInt64) throws {
+        while true {
+            let done = try env.write { txn in
+                var totals = try Totals(txn, db.info)
+                let before = totals
+                let done = try evict(plan, now: now, txn, &totals)
+                if totals != before { try totals.save(txn, db.info) }
+                return done
+            }
+            if done { return }
+            _ = commitNextBatch()
+        }
+    }
+
+    /// One transaction's share of a trim; true when the plan is met.
+    private func evict(_ plan: TrimPlan, now: UInt64, _ txn: WriteTransaction, _ totals: inout Totals) throws -> Bool {
+        var removed = 0
+        while let first = try txn.firstKey(db.expiry) {
+            let (time, key) = DiskDatabases.parseIndexKey(first)
+            guard time <= now else { break }
+            guard removed < Self.trimBatchSize else { return false }
+            try evictThroughIndex(first, time: time, key: key, index: db.expiry, txn, &totals)
+            removed += 1
+        }
+        while let first = try txn.firstKey(db.access) {
+            let (time, key) = DiskDatabases.parseIndexKey(first)
+            let over =
+                (plan.count.map { totals.count > $0 } ?? false) || (plan.cost.map { totals.bytes > $0 } ?? false)
+                || (plan.accessedBefore.map { time < $0 } ?? false)
+            guard over else { return true }
+            guard removed < Self.trimBatchSize else { return false }
+            try evictThroughIndex(first, time: time, key: key, index: db.access, txn, &totals)
+            removed += 1
+        }
+        return true
+    }
+
+    /// Removes the entry an index entry points to; an index entry that no longer matches its
+    /// record (left by a damaged record) is dropped on its own, so trimming always progresses.
+    private func evictThroughIndex(
+        _ indexKey: [UInt8], time: UInt64, key: [UInt8], index: Database, _ txn: WriteTransaction,
+        _ totals: inout Totals
+    ) throws {
+        if let bytes = try txn.get(db.records, key) {
+            let header = Record.Header(bytes)
+            let matches = header.map { index == db.access ? $0.accessed == time : $0.expires == time } ?? true
+            if matches {
+                try removeEntry(key, txn, &totals)
+            }
+        }
+        try txn.delete(index, indexKey)
+    }
+
+    /// Removes every entry. Writer only.
+    func removeAll() throws {
+        drain()
+        try env.write { txn in
+            try txn.empty(db.records)
+            try txn.empty(db.access)
+            try txn.empty(db.expiry)
+            try Totals().save(txn, db.info)
+        }
+    }
+
+    // MARK: Reads
+
+    /// Committed totals (other processes' commits included).
+    func totals() throws -> Totals {
+        try env.read { try Totals($0, db.info) }
+    }
+}

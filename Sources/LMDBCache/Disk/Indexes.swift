@@ -1,0 +1,75 @@
+/// The LMDB databases of a disk store and the keys of its indexes.
+///
+/// - `records`: stored key → ``Record``.
+/// - `access`: 8-byte big-endian last-access time ‖ stored key → empty. Its first entry is the least
+///   recently used, so evicting k entries costs O(k log n).
+/// - `expiry`: 8-byte big-endian expiry time ‖ stored key → empty, for entries that expire.
+/// - `info`: `count`, `bytes` (the totals, kept exact inside every write transaction) and
+///   `format` (the record format version of the store).
+struct DiskDatabases {
+    static let names = ["records", "access", "expiry", "info"]
+
+    let records: Database
+    let access: Database
+    let expiry: Database
+    let info: Database
+
+    init(_ opened: [String: Database]) {
+        records = opened["records"]!
+        access = opened["access"]!
+        expiry = opened["expiry"]!
+        info = opened["info"]!
+    }
+
+    static func indexKey(time: UInt64, key: [UInt8]) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: 8)
+        bytes.reserveCapacity(8 + key.count)
+        for index in 0..<8 { bytes[index] = UInt8(truncatingIfNeeded: time >> UInt64(56 - 8 * index)) }
+        bytes.append(contentsOf: key)
+        return bytes
+    }
+
+    /// Splits an index key into its time and stored key.
+    static func parseIndexKey(_ bytes: [UInt8]) -> (time: UInt64, key: [UInt8]) {
+        var time: UInt64 = 0
+        for index in 0..<min(8, bytes.count) { time = time << 8 | UInt64(bytes[index]) }
+        return (time, Array(bytes.dropFirst(8)))
+    }
+}
+
+/// Entry count and bytes of a store, as kept in the `info` database.
+struct Totals: Equatable, Sendable {
+    var count: Int
+    var bytes: Int
+
+    static let countKey = Array("count".utf8)
+    static let bytesKey = Array("bytes".utf8)
+    static let formatKey = Array("format".utf8)
+
+    init(count: Int = 0, bytes: Int = 0) {
+        self.count = count
+        self.bytes = bytes
+    }
+
+    init(_ txn: some TransactionReading, _ info: Database) throws {
+        count = Int(try Self.load(txn, info, Self.countKey))
+        bytes = Int(try Self.load(txn, info, Self.bytesKey))
+    }
+
+    func save(_ txn: WriteTransaction, _ info: Database) throws {
+        try Self.store(txn, info, Self.countKey, UInt64(max(0, count)))
+        try Self.store(txn, info, Self.bytesKey, UInt64(max(0, bytes)))
+    }
+
+    static func load(_ txn: some TransactionReading, _ info: Database, _ key: [UInt8]) throws -> UInt64 {
+        guard let value = try txn.get(info, key), value.count == 8 else { return 0 }
+        return value.loadLE(UInt64.self, at: 0)
+    }
+
+    static func store(_ txn: WriteTransaction, _ info: Database, _ key: [UInt8], _ value: UInt64) throws {
+        try withUnsafeBytes(of: value.littleEndian) { try txn.put(info, key, $0) }
+    }
+
+    /// What an entry adds to `bytes`: its stored key and its record.
+    static func cost(keyLength: Int, recordLength: Int) -> Int { keyLength + recordLength }
+}

@@ -1,0 +1,160 @@
+/// A write accepted by ``DiskCache`` but not yet committed.
+enum PendingOperation: Sendable {
+    /// Store this encoded ``Record``; `limits` are the writing handle's, enforced after the commit.
+    case set(record: [UInt8], limits: DiskLimits)
+    case remove
+}
+
+/// Count and cost limits to enforce on write, with the low-water mark to trim down to.
+struct DiskLimits: Sendable {
+    var count: Int?
+    var cost: Int?
+    var lowWater: Double
+    /// The writing handle's clock, for the expiry the trim removes first.
+    var clock: CacheClock
+
+    func isExceeded(by totals: Totals) -> Bool {
+        (count.map { totals.count > $0 } ?? false) || (cost.map { totals.bytes > $0 } ?? false)
+    }
+}
+
+struct QueuedWrite: Sendable {
+    let sequence: UInt64
+    let key: StorageKey
+    let operation: PendingOperation
+
+    var byteCount: Int {
+        if case .set(let record, _) = operation { return record.count + key.bytes.count }
+        return key.bytes.count
+    }
+}
+
+/// What the writer commits in one transaction.
+struct WriteBatch: Sendable {
+    var writes: [QueuedWrite] = []
+    var accesses: [StorageKey: UInt64] = [:]
+    var damaged: [StorageKey] = []
+    var byteCount = 0
+
+    var limits: DiskLimits? {
+        for write in writes.reversed() { if case .set(_, let limits) = write.operation { return limits } }
+        return nil
+    }
+}
+
+/// The write-behind queue: writes in arrival order, the newest write per key (so reads see their
+/// own writes before the commit), access times seen by reads, and damaged records to remove.
+///
+/// A plain value guarded by the store's lock. Sequence numbers order writes; a waiter for write
+/// `n` is done when `committedThrough >= n` (and `syncedThrough >= n` when it asked for a sync).
+struct PendingWrites {
+    private var queue: [QueuedWrite] = []
+    private var head = 0
+    private var newest: [StorageKey: QueuedWrite] = [:]
+    private var accesses: [StorageKey: UInt64] = [:]
+    private var damaged: Set<StorageKey> = []
+    private(set) var queuedBytes = 0
+    private(set) var lastQueued: UInt64 = 0
+    private(set) var committedThrough: UInt64 = 0
+    private(set) var syncedThrough: UInt64 = 0
+    private var syncRequestedThrough: UInt64 = 0
+    /// Failed batches, newest last, as (first, last) sequence and error; a few are kept.
+    private var failures: [(first: UInt64, last: UInt64, error: CacheError)] = []
+    /// The first failure no `flush()` has reported yet.
+    private(set) var unreportedFailure: CacheError?
+    /// True while a drain job is queued or running on the writer.
+    var drainScheduled = false
+
+    var accessCount: Int { accesses.count }
+
+    /// Queues `operation` for `key`; returns its sequence number.
+    mutating func enqueue(_ key: StorageKey, _ operation: PendingOperation) -> UInt64 {
+        lastQueued += 1
+        let write = QueuedWrite(sequence: lastQueued, key: key, operation: operation)
+        queue.append(write)
+        newest[key] = write
+        queuedBytes += write.byteCount
+        return lastQueued
+    }
+
+    /// The newest uncommitted write for `key`, if any.
+    func pending(_ key: StorageKey) -> PendingOperation? {
+        newest.isEmpty ? nil : newest[key]?.operation
+    }
+
+    mutating func recordAccess(_ key: StorageKey, at time: UInt64) {
+        accesses[key] = max(time, accesses[key] ?? 0)
+    }
+
+    mutating func recordDamage(_ key: StorageKey) {
+        damaged.insert(key)
+    }
+
+    /// Asks for an fsync once everything through `sequence` is committed.
+    mutating func requestSync(through sequence: UInt64) {
+        syncRequestedThrough = max(syncRequestedThrough, sequence)
+    }
+
+    /// True when a requested sync is due: its writes are committed but not yet synced.
+    var syncDue: Bool {
+        syncRequestedThrough > syncedThrough && committedThrough >= syncRequestedThrough
+    }
+
+    mutating func markSynced() {
+        syncedThrough = committedThrough
+    }
+
+    /// Takes the next batch: up to `maxWrites` writes and `maxBytes` bytes (at least one write),
+    /// and every buffered access and damaged key. Nil, and the drain unscheduled, when idle.
+    mutating func takeBatch(maxWrites: Int, maxBytes: Int) -> WriteBatch? {
+        var batch = WriteBatch()
+        while head < queue.count && batch.writes.count < maxWrites
+            && (batch.writes.isEmpty || batch.byteCount + queue[head].byteCount <= maxBytes)
+        {
+            batch.writes.append(queue[head])
+            batch.byteCount += queue[head].byteCount
+            head += 1
+        }
+        if head == queue.count {
+            queue.removeAll(keepingCapacity: queue.count < 4_096)
+            head = 0
+        } else if head > 4_096 {
+            queue.removeFirst(head)
+            head = 0
+        }
+        swap(&batch.accesses, &accesses)
+        batch.damaged = Array(damaged)
+        damaged.removeAll()
+        if batch.writes.isEmpty && batch.accesses.isEmpty && batch.damaged.isEmpty && !syncDue {
+            drainScheduled = false
+            return nil
+        }
+        return batch
+    }
+
+    /// Marks `batch` done: committed, or dropped with `error`.
+    mutating func complete(_ batch: WriteBatch, error: CacheError?) {
+        for write in batch.writes where newest[write.key]?.sequence == write.sequence {
+            newest[write.key] = nil
+        }
+        queuedBytes -= batch.byteCount
+        guard let first = batch.writes.first, let last = batch.writes.last else { return }
+        committedThrough = last.sequence
+        if let error {
+            failures.append((first.sequence, last.sequence, error))
+            if failures.count > 32 { failures.removeFirst() }
+            if unreportedFailure == nil { unreportedFailure = error }
+        }
+    }
+
+    /// The error of the failed batch that held write `sequence`, if it failed.
+    func failure(of sequence: UInt64) -> CacheError? {
+        failures.last { $0.first <= sequence && sequence <= $0.last }?.error
+    }
+
+    /// Returns and clears the failure `flush()` must report.
+    mutating func takeUnreportedFailure() -> CacheError? {
+        defer { unreportedFailure = nil }
+        return unreportedFailure
+    }
+}

@@ -1,0 +1,185 @@
+/// The bytes stored for one entry. Little-endian, 40-byte header:
+///
+/// | offset | size | field |
+/// |---|---|---|
+/// | 0 | 1 | format version (``formatVersion``) |
+/// | 1 | 1 | flags: 1 = payload is raw deflate, 2 = full key stored |
+/// | 2 | 2 | reserved, zero |
+/// | 4 | 4 | crc32 of bytes 0..<4 and 16..<end |
+/// | 8 | 8 | last access, ms since 1970 (rewritten on access, so outside the checksum) |
+/// | 16 | 8 | created, ms since 1970 |
+/// | 24 | 8 | expires, ms since 1970; 0 = never |
+/// | 32 | 4 | value length before compression |
+/// | 36 | 4 | full key length (0 unless flag 2) |
+/// | 40 | … | the full key (when flag 2), then the payload |
+struct Record {
+    static let formatVersion: UInt8 = 1
+    static let headerSize = 40
+    /// Largest value accepted: one write transaction dirties at most ~512 MB of pages in LMDB.
+    static let maxValueSize = 256 << 20
+
+    struct Flags: OptionSet {
+        let rawValue: UInt8
+        static let compressed = Flags(rawValue: 1)
+        static let fullKey = Flags(rawValue: 2)
+    }
+
+    enum Offset {
+        static let version = 0
+        static let flags = 1
+        static let checksum = 4
+        static let accessed = 8
+        static let created = 16
+        static let expires = 24
+        static let valueLength = 32
+        static let keyLength = 36
+    }
+
+    /// The header fields of a stored record, checked for shape but not yet for the checksum.
+    struct Header {
+        var version: UInt8
+        var flags: Flags
+        var accessed: UInt64
+        var created: UInt64
+        var expires: UInt64
+        var valueLength: Int
+        var keyLength: Int
+
+        /// Parses the header; nil when `bytes` cannot be a record of this format.
+        init?(_ bytes: UnsafeRawBufferPointer) {
+            guard bytes.count >= Record.headerSize else { return nil }
+            version = bytes[Offset.version]
+            flags = Flags(rawValue: bytes[Offset.flags])
+            accessed = bytes.loadLE(UInt64.self, at: Offset.accessed)
+            created = bytes.loadLE(UInt64.self, at: Offset.created)
+            expires = bytes.loadLE(UInt64.self, at: Offset.expires)
+            valueLength = Int(bytes.loadLE(UInt32.self, at: Offset.valueLength))
+            keyLength = Int(bytes.loadLE(UInt32.self, at: Offset.keyLength))
+            guard version == Record.formatVersion, flags.rawValue & ~3 == 0,
+                flags.contains(.fullKey) == (keyLength > 0),
+                Record.headerSize + keyLength <= bytes.count
+            else { return nil }
+            if !flags.contains(.compressed) && Record.headerSize + keyLength + valueLength != bytes.count {
+                return nil
+            }
+        }
+
+        func isExpired(at now: UInt64) -> Bool { expires != 0 && expires <= now }
+    }
+
+    /// Why a stored record could not be read.
+    enum Damage: Error, CustomStringConvertible {
+        case header, checksum, decompression
+        var description: String {
+            switch self {
+            case .header: return "malformed header or unknown format version"
+            case .checksum: return "checksum mismatch"
+            case .decompression: return "payload does not inflate to its recorded length"
+            }
+        }
+    }
+
+    /// Builds a record for `value`, deflating it at `level` when it is at least `threshold` bytes,
+    /// does not look incompressible, and shrinks. `threshold` nil turns compression off.
+    static func encode(
+        value: UnsafeRawBufferPointer, fullKey: [UInt8]?, now: UInt64, expires: UInt64,
+        threshold: Int?, level: Int32
+    ) -> [UInt8] {
+        let keyLength = fullKey?.count ?? 0
+        let payloadOffset = headerSize + keyLength
+        var flags: Flags = fullKey == nil ? [] : .fullKey
+        return [UInt8](unsafeUninitializedCapacity: payloadOffset + value.count) { buffer, count in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            let payloadArea = UnsafeMutableRawBufferPointer(rebasing: raw[payloadOffset...])
+            var payloadLength = value.count
+            if let threshold, value.count >= threshold, value.count > 1, !Zlib.looksIncompressible(value),
+                let compressed = Zlib.deflate(
+                    value, into: UnsafeMutableRawBufferPointer(rebasing: payloadArea[..<(value.count - 1)]), level: level)
+            {
+                flags.insert(.compressed)
+                payloadLength = compressed
+            } else if value.count > 0 {
+                payloadArea.baseAddress!.copyMemory(from: value.baseAddress!, byteCount: value.count)
+            }
+            raw[Offset.version] = formatVersion
+            raw[Offset.flags] = flags.rawValue
+            raw.storeLE(UInt16(0), at: 2)
+            raw.storeLE(now, at: Offset.accessed)
+            raw.storeLE(now, at: Offset.created)
+            raw.storeLE(expires, at: Offset.expires)
+            raw.storeLE(UInt32(value.count), at: Offset.valueLength)
+            raw.storeLE(UInt32(keyLength), at: Offset.keyLength)
+            if let fullKey {
+                fullKey.withUnsafeBytes { key in
+                    (raw.baseAddress! + headerSize).copyMemory(from: key.baseAddress!, byteCount: keyLength)
+                }
+            }
+            count = payloadOffset + payloadLength
+            raw.storeLE(checksum(UnsafeRawBufferPointer(rebasing: raw[..<count])), at: Offset.checksum)
+        }
+    }
+
+    /// The crc32 a record's header should carry: over everything but the checksum and access time.
+    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        let head = Zlib.crc32(UnsafeRawBufferPointer(rebasing: bytes[..<Offset.checksum]))
+        return Zlib.crc32(UnsafeRawBufferPointer(rebasing: bytes[Offset.created...]), seed: head)
+    }
+
+    /// Checks the whole record (shape and checksum) and returns its header.
+    static func validate(_ bytes: UnsafeRawBufferPointer) throws(Damage) -> Header {
+        guard let header = Header(bytes) else { throw .header }
+        guard bytes.loadLE(UInt32.self, at: Offset.checksum) == checksum(bytes) else { throw .checksum }
+        return header
+    }
+
+    /// True when the record belongs to `key` (long keys: the stored full key equals it).
+    static func matches(_ bytes: UnsafeRawBufferPointer, header: Header, key: StorageKey) -> Bool {
+        guard let fullKey = key.fullKey else { return !header.flags.contains(.fullKey) }
+        guard header.keyLength == fullKey.count else { return false }
+        return fullKey.withUnsafeBytes { expected in
+            UnsafeRawBufferPointer(rebasing: bytes[headerSize..<(headerSize + header.keyLength)])
+                .elementsEqual(expected)
+        }
+    }
+
+    /// The stored full key of a long-key record.
+    static func fullKey(_ bytes: UnsafeRawBufferPointer, header: Header) -> [UInt8]? {
+        guard header.flags.contains(.fullKey) else { return nil }
+        return Array(bytes[headerSize..<(headerSize + header.keyLength)])
+    }
+
+    /// The value, inflated when compressed. `bytes` must have passed ``validate(_:)``.
+    static func value(_ bytes: UnsafeRawBufferPointer, header: Header) throws(Damage) -> [UInt8] {
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[(headerSize + header.keyLength)...])
+        guard header.flags.contains(.compressed) else { return Array(payload) }
+        guard header.valueLength <= maxValueSize else { throw .decompression }
+        var ok = false
+        let value = [UInt8](unsafeUninitializedCapacity: header.valueLength) { buffer, count in
+            ok = Zlib.inflate(payload, into: UnsafeMutableRawBufferPointer(buffer))
+            count = ok ? header.valueLength : 0
+        }
+        guard ok else { throw .decompression }
+        return value
+    }
+
+    /// A copy of `bytes` with its access time set to `accessed`.
+    static func withAccessTime(_ bytes: UnsafeRawBufferPointer, _ accessed: UInt64) -> [UInt8] {
+        var copy = Array(bytes)
+        copy.withUnsafeMutableBytes { $0.storeLE(accessed, at: Offset.accessed) }
+        return copy
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    @inline(__always)
+    func loadLE<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
+        T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+}
+
+extension UnsafeMutableRawBufferPointer {
+    @inline(__always)
+    func storeLE<T: FixedWidthInteger>(_ value: T, at offset: Int) {
+        storeBytes(of: value.littleEndian, toByteOffset: offset, as: T.self)
+    }
+}

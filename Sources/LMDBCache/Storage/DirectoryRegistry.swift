@@ -1,0 +1,89 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// Identifies a directory by device and inode, so two paths to one directory (symbolic links,
+/// `..`, bind mounts) find the same entry.
+struct DirectoryIdentity: Hashable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+}
+
+/// Shares one object per directory per process, counted by handles.
+///
+/// LMDB forbids opening one environment twice in a process (its locks are per process), so the
+/// object owning an ``Environment`` is created here once per directory and shared by every handle
+/// that opens the same directory; the last ``release(_:close:)`` closes it.
+final class DirectoryRegistry<Object: AnyObject & Sendable>: Sendable {
+    private struct Entry {
+        let object: Object
+        var handles: Int
+    }
+
+    private let entries = Mutex<[DirectoryIdentity: Entry]>([:])
+
+    init() {}
+
+    /// Creates `directory` (owner-only) when missing, then returns the object for it, calling
+    /// `create` only if no handle has it open.
+    func acquire(
+        directory: String, create: (String) throws -> Object
+    ) throws -> (object: Object, identity: DirectoryIdentity) {
+        try Self.prepare(directory)
+        let identity = try Self.identity(of: directory)
+        return try entries.withLock { entries in
+            if var entry = entries[identity] {
+                entry.handles += 1
+                entries[identity] = entry
+                return (entry.object, identity)
+            }
+            let object = try create(directory)
+            entries[identity] = Entry(object: object, handles: 1)
+            return (object, identity)
+        }
+    }
+
+    /// Gives back one handle; `close` runs (outside no lock but this registry's) when it was the last.
+    func release(_ identity: DirectoryIdentity, close: (Object) -> Void) {
+        entries.withLock { entries in
+            guard var entry = entries[identity] else { return }
+            entry.handles -= 1
+            if entry.handles == 0 {
+                entries[identity] = nil
+                close(entry.object)
+            } else {
+                entries[identity] = entry
+            }
+        }
+    }
+
+    /// Makes `directory` and its missing parents, owner-only, and checks it is a usable directory.
+    static func prepare(_ directory: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw CacheError.directoryUnavailable(path: directory, reason: "a file that is not a directory is in the way")
+            }
+        } else {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+                let reason = underlying.map { errnoText(Int32($0.code)) } ?? error.localizedDescription
+                throw CacheError.directoryUnavailable(path: directory, reason: "cannot create it: \(reason)")
+            }
+        }
+        guard access(directory, R_OK | W_OK | X_OK) == 0 else {
+            throw CacheError.directoryUnavailable(path: directory, reason: "not readable and writable: \(errnoText())")
+        }
+    }
+
+    static func identity(of directory: String) throws -> DirectoryIdentity {
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            throw CacheError.directoryUnavailable(path: directory, reason: errnoText())
+        }
+        return DirectoryIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+}

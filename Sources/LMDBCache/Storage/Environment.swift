@@ -1,0 +1,256 @@
+import CLMDB
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+
+/// What to do when the store's file turns out to be damaged on open.
+public enum DamagedStorePolicy: Sendable {
+    /// Move the damaged file aside (`data.mdb.damaged-<time>`), log an error and start empty.
+    case recreate
+    /// Throw ``CacheError/damagedStore(path:reason:)``.
+    case fail
+}
+
+/// One open LMDB environment (a directory holding `data.mdb` and `lock.mdb`).
+///
+/// Owns the memory map and its growth, a pool of reusable read transactions, and the writer
+/// thread. Environments are opened only by objects shared through ``DirectoryRegistry``, so a
+/// directory is open at most once per process, as LMDB requires.
+final class Environment: @unchecked Sendable {
+    struct Options: Sendable {
+        var initialMapSize: Int
+        var maxReaders: UInt32 = 1_024
+        /// Extra sync flags (`MDB_NOMETASYNC`, `MDB_NOSYNC`); `MDB_NOTLS` is always added.
+        var syncFlags: Int32
+        var damagedStore: DamagedStorePolicy
+        var databases: [String]
+    }
+
+    let path: String
+    let writer: WriterThread
+    private(set) var databases: [String: Database] = [:]
+    private let env: OpaquePointer
+    private let resizeLock = ReadWriteLock()
+    private let logger: Logger
+    /// Reset read transactions waiting to be renewed. With MDB_NOTLS each keeps its reader slot.
+    private let idleReaders = Mutex<[TransactionHandle]>([])
+    private static let maxIdleReaders = 64
+    /// How many times one write may grow the map before it is declared impossible.
+    private static let maxGrowthsPerWrite = 40
+
+    private struct TransactionHandle: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    private struct MapResized: Error {}
+
+    /// Opens the environment in `directory` (which must exist), setting a damaged file aside when
+    /// `options.damagedStore` says so.
+    static func open(directory: String, options: Options, logger: Logger) throws -> Environment {
+        do {
+            return try Environment(directory: directory, options: options, logger: logger)
+        } catch let error as CacheError {
+            guard case .damagedStore(_, let reason) = error, options.damagedStore == .recreate else { throw error }
+            let data = directory + "/data.mdb"
+            let aside = data + ".damaged-\(Int(Date().timeIntervalSince1970))"
+            logger.error(
+                "LMDBCache store is damaged; moving it aside and starting empty",
+                metadata: ["path": "\(directory)", "reason": "\(reason)", "movedTo": "\(aside)"])
+            guard rename(data, aside) == 0 else {
+                throw CacheError.damagedStore(path: directory, reason: "\(reason); moving it aside failed: \(errnoText())")
+            }
+            return try Environment(directory: directory, options: options, logger: logger)
+        }
+    }
+
+    private init(directory: String, options: Options, logger: Logger) throws {
+        path = directory
+        self.logger = logger
+        var created: OpaquePointer?
+        try LMDBStatus.check(mdb_env_create(&created), "mdb_env_create", path: directory)
+        guard let created else { throw CacheError.lmdb(code: -1, operation: "mdb_env_create", message: "no environment") }
+        env = created
+        writer = WriterThread(name: "LMDBCache.writer")
+        do {
+            try LMDBStatus.check(mdb_env_set_maxreaders(env, options.maxReaders), "mdb_env_set_maxreaders", path: path)
+            try LMDBStatus.check(mdb_env_set_maxdbs(env, UInt32(options.databases.count + 2)), "mdb_env_set_maxdbs", path: path)
+            try LMDBStatus.check(mdb_env_set_mapsize(env, options.initialMapSize), "mdb_env_set_mapsize", path: path)
+            let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags)
+            try LMDBStatus.check(mdb_env_open(env, directory, flags, 0o600), "mdb_env_open", path: path)
+            var dead: Int32 = 0
+            mdb_reader_check(env, &dead)
+            if dead > 0 {
+                logger.info("LMDBCache cleared stale reader slots", metadata: ["path": "\(path)", "slots": "\(dead)"])
+            }
+            try writer.sync {
+                databases = try write { txn in
+                    var opened: [String: Database] = [:]
+                    for name in options.databases {
+                        var dbi: MDB_dbi = 0
+                        try LMDBStatus.check(mdb_dbi_open(txn.pointer, name, UInt32(MDB_CREATE), &dbi), "mdb_dbi_open(\(name))", path: path)
+                        opened[name] = Database(handle: dbi)
+                    }
+                    return opened
+                }
+            }
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    /// Ends the writer thread and closes the environment. Call once, when no other call is running.
+    func close() {
+        writer.stop()
+        for reader in idleReaders.withLock({ readers in
+            defer { readers.removeAll() }
+            return readers
+        }) {
+            mdb_txn_abort(reader.pointer)
+        }
+        mdb_env_close(env)
+    }
+
+    // MARK: Reading
+
+    /// Runs `body` in a read transaction taken from the pool. Never opens a write transaction.
+    func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
+        while true {
+            resizeLock.lockShared()
+            let txn: OpaquePointer
+            do {
+                txn = try takeReader()
+            } catch is MapResized {
+                resizeLock.unlockShared()
+                adoptGrownMap()
+                continue
+            } catch {
+                resizeLock.unlockShared()
+                throw error
+            }
+            let result = Result { try body(ReadTransaction(pointer: txn, path: path)) }
+            mdb_txn_reset(txn)
+            resizeLock.unlockShared()
+            let pooled = idleReaders.withLock { readers in
+                guard readers.count < Self.maxIdleReaders else { return false }
+                readers.append(TransactionHandle(pointer: txn))
+                return true
+            }
+            if !pooled { mdb_txn_abort(txn) }
+            return try result.get()
+        }
+    }
+
+    private func takeReader() throws -> OpaquePointer {
+        if let idle = idleReaders.withLock({ $0.popLast() }) {
+            let code = mdb_txn_renew(idle.pointer)
+            if code == MDB_SUCCESS { return idle.pointer }
+            mdb_txn_abort(idle.pointer)
+            if code == MDB_MAP_RESIZED { throw MapResized() }
+            try LMDBStatus.check(code, "mdb_txn_renew", path: path)
+        }
+        var txn: OpaquePointer?
+        let code = mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn)
+        if code == MDB_MAP_RESIZED { throw MapResized() }
+        try LMDBStatus.check(code, "mdb_txn_begin(read)", path: path)
+        return txn!
+    }
+
+    // MARK: Writing
+
+    /// Runs `body` in a write transaction and commits it. Must be called on ``writer``.
+    ///
+    /// When the map is full the transaction is aborted, the map grows and `body` runs again from
+    /// the start, so `body` must change nothing outside the transaction before it returns.
+    func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+        precondition(writer.isCurrent, "LMDB write transactions run on the writer thread")
+        var growths = 0
+        while true {
+            resizeLock.lockShared()
+            var txn: OpaquePointer?
+            let begin = mdb_txn_begin(env, nil, 0, &txn)
+            if begin == MDB_MAP_RESIZED {
+                resizeLock.unlockShared()
+                adoptGrownMap()
+                continue
+            }
+            guard begin == MDB_SUCCESS, let txn else {
+                resizeLock.unlockShared()
+                throw LMDBStatus.error(begin, "mdb_txn_begin(write)", path: path)
+            }
+            let result: T
+            do {
+                result = try body(WriteTransaction(pointer: txn, path: path))
+            } catch is MapFull {
+                mdb_txn_abort(txn)
+                resizeLock.unlockShared()
+                growths += 1
+                try grow(attempt: growths)
+                continue
+            } catch {
+                mdb_txn_abort(txn)
+                resizeLock.unlockShared()
+                throw error
+            }
+            let commit = mdb_txn_commit(txn)
+            resizeLock.unlockShared()
+            if commit == MDB_MAP_FULL {
+                growths += 1
+                try grow(attempt: growths)
+                continue
+            }
+            try LMDBStatus.check(commit, "mdb_txn_commit", path: path)
+            return result
+        }
+    }
+
+    /// Writes buffered pages and the meta page to disk.
+    func sync() throws {
+        try LMDBStatus.check(mdb_env_sync(env, 1), "mdb_env_sync", path: path)
+    }
+
+    // MARK: Map size
+
+    /// Current map size in bytes.
+    var mapSize: Int {
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        return info.me_mapsize
+    }
+
+    /// Another process grew the map: take its size (no transaction of ours may be active).
+    private func adoptGrownMap() {
+        resizeLock.withExclusiveLock {
+            let code = mdb_env_set_mapsize(env, 0)
+            if code != MDB_SUCCESS {
+                logger.error("LMDBCache could not adopt a grown map", metadata: ["path": "\(path)", "code": "\(code)"])
+            }
+        }
+    }
+
+    private func grow(attempt: Int) throws {
+        guard attempt <= Self.maxGrowthsPerWrite else { throw CacheError.diskFull(path: path) }
+        try resizeLock.withExclusiveLock {
+            let current = mapSize
+            // Double while small, then grow by 1 GiB at a time.
+            let next = current + min(max(current, 16 << 20), 1 << 30)
+            try LMDBStatus.check(mdb_env_set_mapsize(env, next), "mdb_env_set_mapsize", path: path)
+            logger.debug("LMDBCache grew its map", metadata: ["path": "\(path)", "from": "\(current)", "to": "\(next)"])
+        }
+    }
+
+    // MARK: Readers
+
+    /// Clears reader slots left by processes that died; returns how many were cleared.
+    @discardableResult
+    func clearStaleReaders() -> Int {
+        var dead: Int32 = 0
+        mdb_reader_check(env, &dead)
+        return Int(dead)
+    }
+}
+
+func errnoText(_ code: Int32 = errno) -> String {
+    String(cString: strerror(code))
+}

@@ -1,0 +1,127 @@
+import CLMDB
+
+/// A named LMDB database (a B-tree) inside an environment.
+struct Database: Sendable, Hashable {
+    let handle: MDB_dbi
+}
+
+/// Raised inside a write transaction when the map is full; ``Environment/write(_:)`` catches it,
+/// grows the map and replays the transaction. Code above Storage never sees it.
+struct MapFull: Error {}
+
+/// Operations common to read and write transactions.
+///
+/// Buffers returned by these calls point into LMDB's memory map: they are valid only until the
+/// transaction ends or (in a write transaction) the next change, and must never escape the closure
+/// that received the transaction.
+protocol TransactionReading {
+    var pointer: OpaquePointer { get }
+    var path: String { get }
+}
+
+extension TransactionReading {
+    /// The value stored under `key`, or nil.
+    func get(_ database: Database, _ key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+        try key.withUnsafeBytes { keyBytes in
+            var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
+            var v = MDB_val()
+            let code = mdb_get(pointer, database.handle, &k, &v)
+            if code == MDB_NOTFOUND { return nil }
+            try LMDBStatus.check(code, "mdb_get", path: path)
+            return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+        }
+    }
+
+    /// Calls `body` with each entry in key order, starting at the first key not less than `start`,
+    /// until it returns false.
+    func forEach(
+        _ database: Database, from start: [UInt8]? = nil,
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        var cursor: OpaquePointer?
+        try LMDBStatus.check(mdb_cursor_open(pointer, database.handle, &cursor), "mdb_cursor_open", path: path)
+        defer { mdb_cursor_close(cursor) }
+        var k = MDB_val()
+        var v = MDB_val()
+        var code: Int32
+        if let start {
+            code = start.withUnsafeBytes { bytes in
+                k = lmdbcache_val(bytes.baseAddress, bytes.count)
+                return mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE)
+            }
+        } else {
+            code = mdb_cursor_get(cursor, &k, &v, MDB_FIRST)
+        }
+        while code == MDB_SUCCESS {
+            let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+            let value = UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+            if try !body(key, value) { return }
+            code = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
+        }
+        if code != MDB_NOTFOUND { try LMDBStatus.check(code, "mdb_cursor_get", path: path) }
+    }
+
+    /// The first key in `database` (a copy), or nil when it is empty.
+    func firstKey(_ database: Database) throws -> [UInt8]? {
+        var first: [UInt8]?
+        try forEach(database) { key, _ in
+            first = Array(key)
+            return false
+        }
+        return first
+    }
+
+    /// Number of entries in `database`.
+    func count(_ database: Database) throws -> Int {
+        var stat = MDB_stat()
+        try LMDBStatus.check(mdb_stat(pointer, database.handle, &stat), "mdb_stat", path: path)
+        return stat.ms_entries
+    }
+}
+
+/// A read-only snapshot. Obtained from ``Environment/read(_:)``; never outlives that call.
+struct ReadTransaction: TransactionReading {
+    let pointer: OpaquePointer
+    let path: String
+}
+
+/// A write transaction on the writer thread. Obtained from ``Environment/write(_:)``.
+struct WriteTransaction: TransactionReading {
+    let pointer: OpaquePointer
+    let path: String
+
+    /// Stores `value` under `key`, replacing any value there.
+    func put(_ database: Database, _ key: [UInt8], _ value: UnsafeRawBufferPointer) throws {
+        try key.withUnsafeBytes { keyBytes in
+            var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
+            var v = lmdbcache_val(value.baseAddress, value.count)
+            try check(mdb_put(pointer, database.handle, &k, &v, 0), "mdb_put")
+        }
+    }
+
+    func put(_ database: Database, _ key: [UInt8], _ value: [UInt8]) throws {
+        try value.withUnsafeBytes { try put(database, key, $0) }
+    }
+
+    /// Removes `key`; returns false when it was not there.
+    @discardableResult
+    func delete(_ database: Database, _ key: [UInt8]) throws -> Bool {
+        try key.withUnsafeBytes { keyBytes in
+            var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
+            let code = mdb_del(pointer, database.handle, &k, nil)
+            if code == MDB_NOTFOUND { return false }
+            try check(code, "mdb_del")
+            return true
+        }
+    }
+
+    /// Removes every entry of `database`.
+    func empty(_ database: Database) throws {
+        try check(mdb_drop(pointer, database.handle, 0), "mdb_drop")
+    }
+
+    private func check(_ code: Int32, _ operation: String) throws {
+        if code == MDB_MAP_FULL { throw MapFull() }
+        try LMDBStatus.check(code, operation, path: path)
+    }
+}

@@ -1,0 +1,103 @@
+import Dispatch
+import Foundation
+import Glibc
+
+/// The one thread that runs an environment's write transactions.
+///
+/// LMDB allows one write transaction at a time per environment, and a write transaction must stay
+/// on the thread that began it. Funnelling all of them through one thread makes both hold by
+/// construction, and lets callers return as soon as their work is queued.
+final class WriterThread: @unchecked Sendable {
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var jobs: [() -> Void] = []
+    private var stopping = false
+    private var threadID: pthread_t?
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(name: String) {
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            condition.lock()
+            threadID = pthread_self()
+            condition.unlock()
+            started.signal()
+            run()
+        }
+        thread.name = name
+        thread.start()
+        started.wait()
+    }
+
+    /// True on the writer thread itself.
+    var isCurrent: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return threadID.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+    }
+
+    /// Queues `job`; it runs after every job queued before it. Returns false once stopped.
+    @discardableResult
+    func async(_ job: @escaping @Sendable () -> Void) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if stopping { return false }
+        jobs.append(job)
+        condition.signal()
+        return true
+    }
+
+    /// Runs `job` on the writer thread and waits for its result.
+    func sync<T>(_ job: () throws -> T) throws -> T {
+        if isCurrent { return try job() }
+        return try withoutActuallyEscaping(job) { job in
+            // The queued closure reaches `job` through this box and empties it before signalling,
+            // so `job` has not escaped by the time `withoutActuallyEscaping` returns.
+            var result: Result<T, any Error>?
+            let box = JobBox()
+            box.run = { result = Result { try job() } }
+            let done = DispatchSemaphore(value: 0)
+            condition.lock()
+            if stopping {
+                condition.unlock()
+                throw CacheError.closed
+            }
+            jobs.append {
+                box.run?()
+                box.run = nil
+                done.signal()
+            }
+            condition.signal()
+            condition.unlock()
+            done.wait()
+            return try result!.get()
+        }
+    }
+
+    /// Runs the jobs already queued, then ends the thread; later jobs are refused.
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+        finished.wait()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !stopping { condition.wait() }
+            let batch = jobs
+            jobs.removeAll(keepingCapacity: true)
+            let done = stopping && batch.isEmpty
+            condition.unlock()
+            if done { break }
+            for job in batch { job() }
+        }
+        finished.signal()
+    }
+}
+
+private final class JobBox: @unchecked Sendable {
+    var run: (() -> Void)?
+}
