@@ -40,14 +40,22 @@ let package = Package(
             name: "disk-bench",
             dependencies: ["LMDBCache", "CLMDB", "CZlib"]
         ),
+        // What the tests and their helper process both need to know: sample values and the
+        // helper's deterministic write sequence.
+        .target(
+            name: "CacheTestSupport",
+            dependencies: ["LMDBCache"],
+            path: "Tests/CacheTestSupport"
+        ),
         // A second real process for the multi-process and crash tests.
         .executableTarget(
             name: "cache-test-helper",
-            dependencies: ["LMDBCache"]
+            dependencies: ["LMDBCache", "CacheTestSupport"],
+            path: "Tests/cache-test-helper"
         ),
         .testTarget(
             name: "LMDBCacheTests",
-            dependencies: ["LMDBCache"]
+            dependencies: ["LMDBCache", "CacheTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -18,7 +18,7 @@ public final class DiskCache: Sendable {
     public let directory: URL
     /// The configuration the cache was opened with.
     public let configuration: Configuration
-    private let store: DiskStore
+    let store: DiskStore
     private let identity: DirectoryIdentity
     private let logger: Logger
     /// Held shared by every call and exclusive by `close()`, so closing waits for running calls.
@@ -69,7 +69,8 @@ public final class DiskCache: Sendable {
             let record = value.withUnsafeBytes { bytes in
                 Record.encode(
                     value: bytes, fullKey: storageKey.fullKey, now: now, expires: expires,
-                    threshold: configuration.compressionThreshold, level: Int32(configuration.compressionLevel))
+                    threshold: configuration.compressionThreshold,
+                    level: Int32(configuration.compressionLevel))
             }
             let cost = Totals.cost(keyLength: storageKey.bytes.count, recordLength: record.count)
             if let limit = configuration.costLimit, cost > limit {
@@ -88,24 +89,16 @@ public final class DiskCache: Sendable {
         try withStore { store -> [UInt8]? in
             let storageKey = try StorageKey(key)
             let now = configuration.clock.milliseconds
+            let found: Lookup
             if let pending = store.pending(storageKey) {
                 guard case .set(let record, _) = pending else { return nil }
-                return try record.withUnsafeBytes { bytes -> [UInt8]? in
+                found = try record.withUnsafeBytes { bytes -> Lookup in
                     let header = try Record.validate(bytes)
-                    return header.isExpired(at: now) ? nil : try Record.value(bytes, header: header)
-                }
-            }
-            let found = try store.env.read { txn -> Lookup in
-                guard let bytes = try txn.get(store.db.records, storageKey.bytes) else { return .miss }
-                do throws(Record.Damage) {
-                    let header = try Record.validate(bytes)
-                    guard Record.matches(bytes, header: header, key: storageKey), !header.isExpired(at: now) else {
-                        return .miss
-                    }
+                    if header.isExpired(at: now) { return .miss }
                     return .hit(try Record.value(bytes, header: header), accessed: header.accessed)
-                } catch {
-                    return .damaged(error)
                 }
+            } else {
+                found = try Self.lookUp(storageKey, in: store, now: now)
             }
             switch found {
             case .miss:
@@ -118,6 +111,24 @@ public final class DiskCache: Sendable {
             case .damaged(let damage):
                 store.reportDamage(storageKey, damage)
                 return nil
+            }
+        }
+    }
+
+    private static func lookUp(_ storageKey: StorageKey, in store: DiskStore, now: UInt64) throws
+        -> Lookup
+    {
+        try store.env.read { txn -> Lookup in
+            guard let bytes = try txn.get(store.db.records, storageKey.bytes) else { return .miss }
+            do throws(Record.Damage) {
+                let header = try Record.validate(bytes)
+                guard Record.matches(bytes, header: header, key: storageKey), !header.isExpired(at: now)
+                else {
+                    return .miss
+                }
+                return .hit(try Record.value(bytes, header: header), accessed: header.accessed)
+            } catch {
+                return .damaged(error)
             }
         }
     }

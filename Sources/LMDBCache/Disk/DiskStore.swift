@@ -141,33 +141,26 @@ final class DiskStore: Sendable {
 
     // MARK: The writer
 
-    /// Commits batches until the queue is empty, trimming when a batch passes its handle's limits.
-    /// Runs on the writer thread.
+    /// Commits batches until the queue is empty. Runs on the writer thread.
     func drain() {
-        while let limits = commitNextBatch() {
-            guard let limits else { continue }
-            do {
-                let totals = try env.read { try Totals($0, db.info) }
-                guard limits.isExceeded(by: totals) else { continue }
-                let plan = TrimPlan(
-                    count: limits.count.map { Int(Double($0) * limits.lowWater) },
-                    cost: limits.cost.map { Int(Double($0) * limits.lowWater) })
-                try trim(plan, now: limits.clock.milliseconds)
-            } catch {
-                logger.error("LMDBCache could not trim to its limits", metadata: ["path": "\(path)", "error": "\(error)"])
-            }
-        }
+        while commitNextBatch(enforcingLimits: true) {}
     }
 
-    /// Commits one batch; returns nil when there was none, else the limits of its newest insert.
-    private func commitNextBatch() -> DiskLimits?? {
-        guard let batch = state.withLock({ $0.takeBatch(maxWrites: Self.maxBatchWrites, maxBytes: Self.maxBatchBytes) }) else {
-            return nil
+    /// Commits one batch; false when there was none. With `enforcingLimits`, a batch that takes
+    /// the store past its newest insert's limits is followed by a trim to the low-water mark
+    /// before its writers are told it is done, so a flush returns with the limits holding.
+    private func commitNextBatch(enforcingLimits: Bool) -> Bool {
+        guard let batch = state.withLock({ $0.takeBatch(maxWrites: Self.maxBatchWrites, maxBytes: Self.maxBatchBytes) })
+        else {
+            return false
         }
         var failure: CacheError?
         if !batch.writes.isEmpty || !batch.accesses.isEmpty || !batch.damaged.isEmpty {
             do {
-                try env.write { txn in try apply(batch, txn) }
+                let totals = try env.write { txn in try apply(batch, txn) }
+                if enforcingLimits, let limits = batch.limits, limits.isExceeded(by: totals) {
+                    enforce(limits)
+                }
             } catch {
                 let cacheError = error as? CacheError ?? .lmdb(code: -1, operation: "write", message: "\(error)")
                 failure = cacheError
@@ -189,10 +182,23 @@ final class DiskStore: Sendable {
         progress.lock()
         progress.broadcast()
         progress.unlock()
-        return .some(batch.limits)
+        return true
     }
 
-    private func apply(_ batch: WriteBatch, _ txn: WriteTransaction) throws {
+    /// Trims to the low-water mark of `limits`.
+    private func enforce(_ limits: DiskLimits) {
+        let plan = TrimPlan(
+            count: limits.count.map { Int(Double($0) * limits.lowWater) },
+            cost: limits.cost.map { Int(Double($0) * limits.lowWater) })
+        do {
+            try trim(plan, now: limits.clock.milliseconds)
+        } catch {
+            logger.error("LMDBCache could not trim to its limits", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+    }
+
+    /// Applies `batch` in `txn`; returns the totals after it.
+    private func apply(_ batch: WriteBatch, _ txn: WriteTransaction) throws -> Totals {
         var totals = try Totals(txn, db.info)
         let before = totals
         for write in batch.writes {
@@ -225,6 +231,7 @@ final class DiskStore: Sendable {
             }
         }
         if totals != before { try totals.save(txn, db.info) }
+        return totals
     }
 
     /// Removes the entry stored under `key` with its index entries, if there is one.
@@ -266,7 +273,7 @@ final class DiskStore: Sendable {
                 return done
             }
             if done { return }
-            _ = commitNextBatch()
+            _ = commitNextBatch(enforcingLimits: false)
         }
     }
 

@@ -139,7 +139,7 @@ struct PendingWrites {
         }
         queuedBytes -= batch.byteCount
         guard let first = batch.writes.first, let last = batch.writes.last else { return }
-        committedThrough = last.sequence
+        committedThrough = max(committedThrough, last.sequence)
         if let error {
             failures.append((first.sequence, last.sequence, error))
             if failures.count > 32 { failures.removeFirst() }

@@ -94,7 +94,8 @@ struct Record {
             var payloadLength = value.count
             if let threshold, value.count >= threshold, value.count > 1, !Zlib.looksIncompressible(value),
                 let compressed = Zlib.deflate(
-                    value, into: UnsafeMutableRawBufferPointer(rebasing: payloadArea[..<(value.count - 1)]), level: level)
+                    value, into: UnsafeMutableRawBufferPointer(rebasing: payloadArea[..<(value.count - 1)]),
+                    level: level)
             {
                 flags.insert(.compressed)
                 payloadLength = compressed

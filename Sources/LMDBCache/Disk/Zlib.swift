@@ -41,7 +41,9 @@ enum Zlib {
 
     /// Deflates `input` into `output` at `level`; returns the compressed length, or nil when the
     /// result would not fit in `output` (so it would not save space).
-    static func deflate(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer, level: Int32) -> Int? {
+    static func deflate(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer, level: Int32)
+        -> Int?
+    {
         guard let inBase = input.baseAddress, let outBase = output.baseAddress, output.count > 0 else { return nil }
         let stream = deflaters.take(level: level)
         defer { deflaters.give(stream) }

@@ -62,7 +62,8 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: Sendable {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else {
-                throw CacheError.directoryUnavailable(path: directory, reason: "a file that is not a directory is in the way")
+                throw CacheError.directoryUnavailable(
+                    path: directory, reason: "a file that is not a directory is in the way")
             }
         } else {
             do {

@@ -58,7 +58,8 @@ final class Environment: @unchecked Sendable {
                 "LMDBCache store is damaged; moving it aside and starting empty",
                 metadata: ["path": "\(directory)", "reason": "\(reason)", "movedTo": "\(aside)"])
             guard rename(data, aside) == 0 else {
-                throw CacheError.damagedStore(path: directory, reason: "\(reason); moving it aside failed: \(errnoText())")
+                throw CacheError.damagedStore(
+                    path: directory, reason: "\(reason); moving it aside failed: \(errnoText())")
             }
             return try Environment(directory: directory, options: options, logger: logger)
         }
@@ -69,12 +70,15 @@ final class Environment: @unchecked Sendable {
         self.logger = logger
         var created: OpaquePointer?
         try LMDBStatus.check(mdb_env_create(&created), "mdb_env_create", path: directory)
-        guard let created else { throw CacheError.lmdb(code: -1, operation: "mdb_env_create", message: "no environment") }
+        guard let created else {
+            throw CacheError.lmdb(code: -1, operation: "mdb_env_create", message: "no environment")
+        }
         env = created
         writer = WriterThread(name: "LMDBCache.writer")
         do {
             try LMDBStatus.check(mdb_env_set_maxreaders(env, options.maxReaders), "mdb_env_set_maxreaders", path: path)
-            try LMDBStatus.check(mdb_env_set_maxdbs(env, UInt32(options.databases.count + 2)), "mdb_env_set_maxdbs", path: path)
+            try LMDBStatus.check(
+                mdb_env_set_maxdbs(env, UInt32(options.databases.count + 2)), "mdb_env_set_maxdbs", path: path)
             try LMDBStatus.check(mdb_env_set_mapsize(env, options.initialMapSize), "mdb_env_set_mapsize", path: path)
             let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags)
             try LMDBStatus.check(mdb_env_open(env, directory, flags, 0o600), "mdb_env_open", path: path)
@@ -88,7 +92,9 @@ final class Environment: @unchecked Sendable {
                     var opened: [String: Database] = [:]
                     for name in options.databases {
                         var dbi: MDB_dbi = 0
-                        try LMDBStatus.check(mdb_dbi_open(txn.pointer, name, UInt32(MDB_CREATE), &dbi), "mdb_dbi_open(\(name))", path: path)
+                        try LMDBStatus.check(
+                            mdb_dbi_open(txn.pointer, name, UInt32(MDB_CREATE), &dbi), "mdb_dbi_open(\(name))",
+                            path: path)
                         opened[name] = Database(handle: dbi)
                     }
                     return opened
@@ -236,7 +242,8 @@ final class Environment: @unchecked Sendable {
             // Double while small, then grow by 1 GiB at a time.
             let next = current + min(max(current, 16 << 20), 1 << 30)
             try LMDBStatus.check(mdb_env_set_mapsize(env, next), "mdb_env_set_mapsize", path: path)
-            logger.debug("LMDBCache grew its map", metadata: ["path": "\(path)", "from": "\(current)", "to": "\(next)"])
+            logger.debug(
+                "LMDBCache grew its map", metadata: ["path": "\(path)", "from": "\(current)", "to": "\(next)"])
         }
     }
 

@@ -1,3 +1,4 @@
+@_exported import CacheTestSupport
 import Foundation
 import Synchronization
 
@@ -32,20 +33,5 @@ final class ManualClock: Sendable {
     func advance(by duration: Duration) {
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         current.withLock { $0 += seconds }
-    }
-}
-
-/// Deterministic bytes: `compressible` ones look like JSON text, the others are random.
-func sampleBytes(count: Int, compressible: Bool, seed: UInt64 = 42) -> [UInt8] {
-    if compressible {
-        let text = Array(#"{"id":"article-000","title":"Caching on Linux","body":"lorem ipsum dolor sit amet "}"#.utf8)
-        return (0..<count).map { text[$0 % text.count] }
-    }
-    var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-    return (0..<count).map { _ in
-        state ^= state << 13
-        state ^= state >> 7
-        state ^= state << 17
-        return UInt8(truncatingIfNeeded: state)
     }
 }
