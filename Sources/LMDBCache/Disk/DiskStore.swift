@@ -85,14 +85,13 @@ final class DiskStore: Sendable {
         }
     }
 
-    /// Commits and syncs every write queued so far; throws the first failure since the last flush.
+    /// Commits and syncs every write queued so far, with the access times and damaged records
+    /// reads reported; throws the first write failure since the last flush.
     func flush() throws {
-        let (target, schedule) = state.withLock { pending in
-            pending.requestSync(through: pending.lastQueued)
-            return (pending.lastQueued, scheduleDrain(&pending))
+        try env.writer.sync {
+            drain()
+            try env.sync()
         }
-        if schedule { startDrain() }
-        if target > 0 { try waitUntil { $0.syncedThrough >= target } }
         if let error = state.withLock({ $0.takeUnreportedFailure() }) { throw error }
     }
 

@@ -249,6 +249,12 @@ final class Environment: @unchecked Sendable {
 
     // MARK: Readers
 
+    /// Reader-table slots held by this and other processes (idle pooled transactions included).
+    var readerSlotsInUse: Int {
+        // mdb_reader_list prints a header line, then one line per slot in use.
+        max(0, Int(lmdbcache_reader_lines(env)) - 1)
+    }
+
     /// Clears reader slots left by processes that died; returns how many were cleared.
     @discardableResult
     func clearStaleReaders() -> Int {

@@ -1,0 +1,236 @@
+import CLMDB
+import CZlib
+
+/// A failed call or check in the benchmark, with a message saying which.
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Throws when `code` is not `MDB_SUCCESS`.
+private func check(_ code: Int32, _ operation: String) throws {
+    guard code == MDB_SUCCESS else { throw lmdbError(code, operation) }
+}
+
+private func lmdbError(_ code: Int32, _ operation: String) -> BenchError {
+    BenchError(description: "\(operation): \(String(cString: mdb_strerror(code))) (\(code))")
+}
+
+/// The baseline: one LMDB environment with its unnamed database, driven by plain C calls the way
+/// a careful C program would, with no records, indexes, totals, queue or locks of its own.
+///
+/// Reads reuse one read-only transaction (`mdb_txn_reset` after each lookup, `mdb_txn_renew`
+/// before the next). Not thread-safe; the benchmarks use it from one thread.
+final class RawLMDB {
+    private let env: OpaquePointer
+    private let dbi: MDB_dbi
+    private var reader: OpaquePointer?
+    private var isClosed = false
+
+    /// Environment flags of the batched baseline: no thread-local reader slots, no syncs on commit.
+    static let batchedFlags = MDB_NOTLS | MDB_NOSYNC
+    /// Environment flags of the synchronous baseline: every commit syncs data and meta pages.
+    static let synchronousFlags = MDB_NOTLS
+
+    /// Opens (creating) an environment in the existing `directory`.
+    init(directory: String, flags: Int32 = RawLMDB.batchedFlags, mapSize: Int = 8 << 30) throws {
+        var created: OpaquePointer?
+        try check(mdb_env_create(&created), "mdb_env_create")
+        guard let created else { throw BenchError(description: "mdb_env_create returned no environment") }
+        do {
+            try check(mdb_env_set_mapsize(created, mapSize), "mdb_env_set_mapsize")
+            try check(mdb_env_open(created, directory, UInt32(flags), 0o600), "mdb_env_open")
+            var txn: OpaquePointer?
+            try check(mdb_txn_begin(created, nil, 0, &txn), "mdb_txn_begin")
+            var handle: MDB_dbi = 0
+            let opened = mdb_dbi_open(txn, nil, 0, &handle)
+            guard opened == MDB_SUCCESS else {
+                mdb_txn_abort(txn)
+                throw lmdbError(opened, "mdb_dbi_open")
+            }
+            try check(mdb_txn_commit(txn), "mdb_txn_commit")
+            dbi = handle
+        } catch {
+            mdb_env_close(created)
+            throw error
+        }
+        env = created
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Ends the reused read transaction and closes the environment. Later calls are errors.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        if let reader { mdb_txn_abort(reader) }
+        reader = nil
+        mdb_env_close(env)
+    }
+
+    // MARK: Writes
+
+    /// Puts `count` entries, `perTransaction` to a write transaction; `key(i)` and `value(i)` give
+    /// entry `i`. Does not sync (see ``sync()``) unless the environment syncs on commit.
+    func put(
+        count: Int, perTransaction: Int, key: (Int) -> [UInt8], value: (Int) -> [UInt8]
+    ) throws {
+        var start = 0
+        while start < count {
+            let end = min(start + perTransaction, count)
+            var txn: OpaquePointer?
+            try check(mdb_txn_begin(env, nil, 0, &txn), "mdb_txn_begin")
+            do {
+                for index in start..<end {
+                    try put(txn, key(index), value(index))
+                }
+            } catch {
+                mdb_txn_abort(txn)
+                throw error
+            }
+            try check(mdb_txn_commit(txn), "mdb_txn_commit")
+            start = end
+        }
+    }
+
+    private func put(_ txn: OpaquePointer?, _ key: [UInt8], _ value: [UInt8]) throws {
+        try key.withUnsafeBytes { keyBytes in
+            try value.withUnsafeBytes { valueBytes in
+                var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
+                var v = lmdbcache_val(valueBytes.baseAddress, valueBytes.count)
+                try check(mdb_put(txn, dbi, &k, &v, 0), "mdb_put")
+            }
+        }
+    }
+
+    /// Flushes buffered pages and the meta page to disk (`mdb_env_sync(env, 1)`).
+    func sync() throws {
+        try check(mdb_env_sync(env, 1), "mdb_env_sync")
+    }
+
+    // MARK: Reads
+
+    /// Looks `key` up in the reused read transaction and passes the value (valid only inside
+    /// `body`) to `body`; nil when the key is missing.
+    @inline(__always)
+    func withValue<T>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        let txn = try renewedReader()
+        defer { mdb_txn_reset(txn) }
+        return try key.withUnsafeBytes { keyBytes -> T? in
+            var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
+            var v = MDB_val()
+            let code = mdb_get(txn, dbi, &k, &v)
+            if code == MDB_NOTFOUND { return nil }
+            try check(code, "mdb_get")
+            return try body(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+        }
+    }
+
+    private func renewedReader() throws -> OpaquePointer {
+        if let reader {
+            try check(mdb_txn_renew(reader), "mdb_txn_renew")
+            return reader
+        }
+        var txn: OpaquePointer?
+        try check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin(read)")
+        reader = txn
+        return txn!
+    }
+}
+
+/// A raw-deflate stream (no zlib header or adler32, as the library writes) reused across calls
+/// with `deflateReset`.
+final class RawDeflater {
+    private let stream: UnsafeMutablePointer<z_stream>
+
+    /// A stream at zlib `level` (the library's default is 1).
+    init(level: Int32) throws {
+        stream = .allocate(capacity: 1)
+        stream.initialize(to: z_stream())
+        let status = lmdbcache_deflate_init(stream, level)
+        guard status == Z_OK else {
+            stream.deallocate()
+            throw BenchError(description: "deflateInit2 failed (\(status))")
+        }
+    }
+
+    deinit {
+        deflateEnd(stream)
+        stream.deallocate()
+    }
+
+    /// `input` deflated (stored blocks when it does not shrink, as zlib does).
+    func deflate(_ input: [UInt8]) throws -> [UInt8] {
+        defer { deflateReset(stream) }
+        let bound = Int(deflateBound(stream, uLong(input.count)))
+        var status: Int32 = Z_OK
+        let output = input.withUnsafeBufferPointer { source in
+            [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
+                stream.pointee.next_in = UnsafeMutablePointer(mutating: source.baseAddress)
+                stream.pointee.avail_in = uInt(source.count)
+                stream.pointee.next_out = buffer.baseAddress
+                stream.pointee.avail_out = uInt(bound)
+                status = CZlib.deflate(stream, Z_FINISH)
+                count = status == Z_STREAM_END ? Int(stream.pointee.total_out) : 0
+            }
+        }
+        guard status == Z_STREAM_END else { throw BenchError(description: "deflate failed (\(status))") }
+        return output
+    }
+}
+
+/// A raw-inflate stream reused across calls with `inflateReset`.
+final class RawInflater {
+    private let stream: UnsafeMutablePointer<z_stream>
+
+    init() throws {
+        stream = .allocate(capacity: 1)
+        stream.initialize(to: z_stream())
+        let status = lmdbcache_inflate_init(stream)
+        guard status == Z_OK else {
+            stream.deallocate()
+            throw BenchError(description: "inflateInit2 failed (\(status))")
+        }
+    }
+
+    deinit {
+        inflateEnd(stream)
+        stream.deallocate()
+    }
+
+    /// `input` inflated into a new array of exactly `length` bytes; nil when it is not a complete
+    /// deflate stream of that length.
+    @inline(__always)
+    func inflate(_ input: UnsafeRawBufferPointer, length: Int) -> [UInt8]? {
+        defer { inflateReset(stream) }
+        var ok = false
+        let output = [UInt8](unsafeUninitializedCapacity: length) { buffer, count in
+            stream.pointee.next_in = UnsafeMutablePointer(
+                mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
+            stream.pointee.avail_in = uInt(input.count)
+            stream.pointee.next_out = buffer.baseAddress
+            stream.pointee.avail_out = uInt(length)
+            let status = CZlib.inflate(stream, Z_FINISH)
+            ok = status == Z_STREAM_END && Int(stream.pointee.total_out) == length
+            count = ok ? length : 0
+        }
+        return ok ? output : nil
+    }
+}
+
+/// The baseline's stored form of a compressed value: a 4-byte little-endian original length,
+/// then the raw-deflated bytes.
+enum DeflatedValue {
+    static func encode(_ value: [UInt8], with deflater: RawDeflater) throws -> [UInt8] {
+        withUnsafeBytes(of: UInt32(value.count).littleEndian, Array.init) + (try deflater.deflate(value))
+    }
+
+    /// The original value of a stored `bytes`, inflated; nil when malformed.
+    @inline(__always)
+    static func decode(_ bytes: UnsafeRawBufferPointer, with inflater: RawInflater) -> [UInt8]? {
+        guard bytes.count >= 4 else { return nil }
+        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self)))
+        return inflater.inflate(UnsafeRawBufferPointer(rebasing: bytes[4...]), length: length)
+    }
+}
