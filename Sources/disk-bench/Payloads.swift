@@ -116,7 +116,7 @@ enum JSONText {
     }
 }
 
-/// `count` distinct keys such as `item:9f3c0a51d2e4b786` (18 bytes), in no sorted order, so
+/// `count` distinct keys such as `item:9f3c0a51d2e4b786` (21 bytes), in no sorted order, so
 /// inserts land all over the B-tree as a real cache's hashed or random keys do.
 func makeKeys(count: Int, salt: UInt64) -> [[UInt8]] {
     (0..<count).map { index in

@@ -91,17 +91,20 @@ struct MachineInfo: Codable, Sendable {
         return "\(text(name.sysname)) \(text(name.release)) \(text(name.machine))"
     }
 
+    /// The type of the mount holding `path` (the longest mount point in `/proc/self/mounts`
+    /// that contains it), e.g. `ext4`.
     private static func fileSystemName(_ path: String) -> String {
-        var info = statfs()
-        guard statfs(path, &info) == 0 else { return "unknown file system" }
-        switch UInt64(truncatingIfNeeded: info.f_type) {
-        case 0xEF53: return "ext4"
-        case 0x5846_5342: return "xfs"
-        case 0x9123_683E: return "btrfs"
-        case 0x0102_1994: return "tmpfs"
-        case 0x794C_7630: return "overlayfs"
-        case let other: return "file system 0x\(String(other, radix: 16))"
+        let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        guard let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return "unknown" }
+        var best: (point: String, type: String)?
+        for line in mounts.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count >= 3 else { continue }
+            let point = String(fields[1])
+            let contains = point == "/" || resolved == point || resolved.hasPrefix(point + "/")
+            if contains, point.count >= (best?.point.count ?? -1) { best = (point, String(fields[2])) }
         }
+        return best.map { "\($0.type) on \($0.point)" } ?? "unknown"
     }
 
     private static var buildConfiguration: String {

@@ -3,8 +3,8 @@
 //   cache-test-helper write DIR PREFIX COUNT
 //       sets PREFIX0 ..< PREFIX<COUNT> (values from sampleBytes), reads each back, flushes,
 //       prints "done COUNT" and exits 0
-//   cache-test-helper churn DIR
-//       runs ChurnSequence steps forever; every 50 steps flushes and prints "flushed N" (steps
+//   cache-test-helper churn DIR [periodic]
+//       runs ChurnSequence steps forever (in periodic durability when asked); every 50 steps flushes and prints "flushed N" (steps
 //       0..<N are durable). Meant to be killed.
 import CacheTestSupport
 import Foundation
@@ -34,7 +34,11 @@ do {
         disk.close()
         FileHandle.standardOutput.write(Data("done \(count)\n".utf8))
     case "churn":
-        let disk = try DiskCache(directory: directory)
+        var configuration = DiskCache.Configuration()
+        if arguments.count > 3 && arguments[3] == "periodic" {
+            configuration.durability = .periodic(syncInterval: .milliseconds(100))
+        }
+        let disk = try DiskCache(directory: directory, configuration: configuration)
         var step = 0
         while true {
             for operation in ChurnSequence.steps(step) {

@@ -2,7 +2,7 @@ import CLMDB
 
 extension DiskCache {
     /// How writes reach the disk.
-    public enum Durability: Sendable {
+    public enum Durability: Sendable, Equatable {
         /// `setData` returns once the write is queued; the writer thread commits queued writes in
         /// batches, each commit writing its data pages with `fdatasync` (LMDB's `MDB_NOMETASYNC`).
         /// A killed process loses only writes not yet committed; an OS crash may also lose the
@@ -10,6 +10,18 @@ extension DiskCache {
         case batched
         /// `setData` returns once its write is committed and synced (meta page included).
         case synchronous
+        /// `setData` returns once the write is queued; commits skip fsync (LMDB's `MDB_NOSYNC`)
+        /// and the writer syncs the file at most once per `syncInterval`, and on `flush()` and
+        /// `close()`. The fastest mode, chiefly on large stores, where each commit's fsync costs
+        /// most. A killed process loses only writes not yet committed; an OS crash may lose the
+        /// last interval's writes and, as LMDB cannot then order its page writes, may damage the
+        /// store, which is set aside and recreated when found damaged on open.
+        case periodic(syncInterval: Duration)
+
+        var syncInterval: Duration? {
+            if case .periodic(let interval) = self { return interval }
+            return nil
+        }
     }
 
     /// Limits and settings of a disk cache. `nil` means no limit.
@@ -65,7 +77,7 @@ extension DiskCache {
         var environmentOptions: Environment.Options {
             Environment.Options(
                 initialMapSize: max(initialMapSize, 1 << 20),
-                syncFlags: MDB_NOMETASYNC,
+                syncFlags: durability.syncInterval == nil ? MDB_NOMETASYNC : MDB_NOSYNC,
                 damagedStore: damagedStore,
                 databases: DiskDatabases.names)
         }

@@ -21,6 +21,7 @@ public final class DiskCache: Sendable {
     let store: DiskStore
     private let identity: DirectoryIdentity
     private let logger: Logger
+    private let limits: DiskLimits
     /// Held shared by every call and exclusive by `close()`, so closing waits for running calls.
     private let gate = ReadWriteLock()
     private let isClosed = LockedFlag()
@@ -38,8 +39,11 @@ public final class DiskCache: Sendable {
         self.directory = directory
         self.configuration = configuration
         self.logger = logger
+        limits = configuration.limits
         (store, identity) = try DiskStore.registry.acquire(directory: path) { path in
-            try DiskStore(directory: path, options: configuration.environmentOptions, logger: logger)
+            try DiskStore(
+                directory: path, options: configuration.environmentOptions,
+                syncInterval: configuration.durability.syncInterval, logger: logger)
         }
     }
 
@@ -77,7 +81,7 @@ public final class DiskCache: Sendable {
                 throw CacheError.valueTooLarge(size: cost, limit: limit)
             }
             try store.enqueue(
-                storageKey, .set(record: record, limits: configuration.limits),
+                storageKey, .set(record: record), limits: limits,
                 synchronous: configuration.durability == .synchronous,
                 maxPendingBytes: configuration.maxPendingBytes)
         }
@@ -91,11 +95,11 @@ public final class DiskCache: Sendable {
             let now = configuration.clock.milliseconds
             let found: Lookup
             if let pending = store.pending(storageKey) {
-                guard case .set(let record, _) = pending else { return nil }
+                guard case .set(let record) = pending else { return nil }
                 found = try record.withUnsafeBytes { bytes -> Lookup in
                     let header = try Record.validate(bytes)
                     if header.isExpired(at: now) { return .miss }
-                    return .hit(try Record.value(bytes, header: header), accessed: header.accessed)
+                    return .hit(try Record.value(bytes, header: header), accessed: header.created)
                 }
             } else {
                 found = try Self.lookUp(storageKey, in: store, now: now)
@@ -120,16 +124,20 @@ public final class DiskCache: Sendable {
     {
         try store.env.read { txn -> Lookup in
             guard let bytes = try txn.get(store.db.records, storageKey.bytes) else { return .miss }
+            let header: Record.Header
+            let value: [UInt8]
             do throws(Record.Damage) {
-                let header = try Record.validate(bytes)
+                header = try Record.validate(bytes)
                 guard Record.matches(bytes, header: header, key: storageKey), !header.isExpired(at: now)
                 else {
                     return .miss
                 }
-                return .hit(try Record.value(bytes, header: header), accessed: header.accessed)
+                value = try Record.value(bytes, header: header)
             } catch {
                 return .damaged(error)
             }
+            let accessed = try store.db.lastAccess(txn, storageKey.bytes, created: header.created)
+            return .hit(value, accessed: accessed)
         }
     }
 
@@ -145,7 +153,7 @@ public final class DiskCache: Sendable {
             let storageKey = try StorageKey(key)
             let now = configuration.clock.milliseconds
             if let pending = store.pending(storageKey) {
-                guard case .set(let record, _) = pending else { return false }
+                guard case .set(let record) = pending else { return false }
                 return record.withUnsafeBytes { Record.Header($0).map { !$0.isExpired(at: now) } ?? false }
             }
             return try store.env.read { txn in
@@ -161,7 +169,7 @@ public final class DiskCache: Sendable {
     public func removeData(forKey key: [UInt8]) throws {
         try withStore { store in
             try store.enqueue(
-                try StorageKey(key), .remove, synchronous: configuration.durability == .synchronous,
+                try StorageKey(key), .remove, limits: limits, synchronous: configuration.durability == .synchronous,
                 maxPendingBytes: configuration.maxPendingBytes)
         }
     }

@@ -34,14 +34,15 @@ extension DiskStore {
                 do throws(Record.Damage) {
                     let header = try Record.validate(value)
                     if header.flags.contains(.compressed) { _ = try Record.value(value, header: header) }
-                    records.append((Array(key), header.accessed, header.expires))
+                    records.append((Array(key), header.created, header.expires))
                     if header.expires != 0 { expiring += 1 }
                 } catch {
                     report.damaged.append((Array(key), error.description))
                 }
                 return true
             }
-            for (key, accessed, expires) in records {
+            for (key, created, expires) in records {
+                let accessed = try db.lastAccess(txn, key, created: created)
                 if try txn.get(db.access, DiskDatabases.indexKey(time: accessed, key: key)) == nil {
                     report.indexProblems.append("access index has no entry for a record")
                 }

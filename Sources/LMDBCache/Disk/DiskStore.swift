@@ -14,6 +14,9 @@ final class DiskStore: Sendable {
     let path: String
     let db: DiskDatabases
     private let state = Mutex(PendingWrites())
+    /// `state.pendingKeyCount`, readable without the lock: most reads find no queued write and
+    /// skip the lock. A thread's own writes are counted before its next read (program order).
+    private let pendingKeys = Atomic<Int>(0)
     /// Broadcast after every batch, so flushes, synchronous writes and full queues can wait.
     private let progress = NSCondition()
     private let logger: Logger
@@ -26,14 +29,22 @@ final class DiskStore: Sendable {
     static let maxBatchBytes = 64 << 20
     /// Most entries one trim transaction removes, so a trim never holds the writer long.
     static let trimBatchSize = 256
-    /// Buffered access times that make the writer commit them without waiting for a write.
-    static let accessBatchSize = 512
+    /// Buffered access times that make the writer commit them without waiting for a write, and
+    /// the most one transaction records.
+    static let accessBatchSize = 1_000
+    /// Most access times buffered; later ones are dropped until the writer catches up.
+    static let maxBufferedAccesses = 100_000
 
     static let registry = DirectoryRegistry<DiskStore>()
 
-    init(directory: String, options: Environment.Options, logger: Logger) throws {
+    /// For ``DiskCache/Durability/periodic(syncInterval:)``: how often the writer syncs.
+    private let syncInterval: Duration?
+    private let syncScheduled = Mutex(false)
+
+    init(directory: String, options: Environment.Options, syncInterval: Duration?, logger: Logger) throws {
         env = try Environment.open(directory: directory, options: options, logger: logger)
         path = directory
+        self.syncInterval = syncInterval
         db = DiskDatabases(env.databases)
         self.logger = logger
         do {
@@ -67,14 +78,17 @@ final class DiskStore: Sendable {
 
     /// Queues `operation`; with `synchronous`, returns once it is committed and synced.
     /// Waits first while more than `maxPendingBytes` are queued.
-    func enqueue(_ key: StorageKey, _ operation: PendingOperation, synchronous: Bool, maxPendingBytes: Int) throws {
+    func enqueue(
+        _ key: StorageKey, _ operation: PendingOperation, limits: DiskLimits, synchronous: Bool, maxPendingBytes: Int
+    ) throws {
         if state.withLock({ $0.queuedBytes > maxPendingBytes }) {
             progress.lock()
             while state.withLock({ $0.queuedBytes > maxPendingBytes }) { progress.wait() }
             progress.unlock()
         }
         let (sequence, schedule) = state.withLock { pending in
-            let sequence = pending.enqueue(key, operation)
+            let sequence = pending.enqueue(key, operation, limits: limits)
+            pendingKeys.store(pending.pendingKeyCount, ordering: .releasing)
             if synchronous { pending.requestSync(through: sequence) }
             return (sequence, scheduleDrain(&pending))
         }
@@ -97,13 +111,14 @@ final class DiskStore: Sendable {
 
     /// The newest queued write for `key`, if it is not committed yet.
     func pending(_ key: StorageKey) -> PendingOperation? {
-        state.withLock { $0.pending(key) }
+        if pendingKeys.load(ordering: .acquiring) == 0 { return nil }
+        return state.withLock { $0.pending(key) }
     }
 
     /// Buffers a read's access time; the writer records it with its next batch.
     func recordAccess(_ key: StorageKey, at time: UInt64) {
         let schedule = state.withLock { pending in
-            pending.recordAccess(key, at: time)
+            pending.recordAccess(key, at: time, limit: Self.maxBufferedAccesses)
             return pending.accessCount >= Self.accessBatchSize && scheduleDrain(&pending)
         }
         if schedule { startDrain() }
@@ -149,7 +164,11 @@ final class DiskStore: Sendable {
     /// the store past its newest insert's limits is followed by a trim to the low-water mark
     /// before its writers are told it is done, so a flush returns with the limits holding.
     private func commitNextBatch(enforcingLimits: Bool) -> Bool {
-        guard let batch = state.withLock({ $0.takeBatch(maxWrites: Self.maxBatchWrites, maxBytes: Self.maxBatchBytes) })
+        guard
+            let batch = state.withLock({
+                $0.takeBatch(
+                    maxWrites: Self.maxBatchWrites, maxBytes: Self.maxBatchBytes, maxAccesses: Self.accessBatchSize)
+            })
         else {
             return false
         }
@@ -169,7 +188,10 @@ final class DiskStore: Sendable {
                     metadata: ["path": "\(path)", "writes": "\(batch.writes.count)", "error": "\(cacheError)"])
             }
         }
-        state.withLock { $0.complete(batch, error: failure) }
+        state.withLock { pending in
+            pending.complete(batch, error: failure)
+            pendingKeys.store(pending.pendingKeyCount, ordering: .releasing)
+        }
         if state.withLock({ $0.syncDue }) {
             do {
                 try env.sync()
@@ -181,7 +203,31 @@ final class DiskStore: Sendable {
         progress.lock()
         progress.broadcast()
         progress.unlock()
+        if !batch.writes.isEmpty { schedulePeriodicSync() }
         return true
+    }
+
+    /// In periodic mode, has the writer sync once `syncInterval` after a commit (one pending sync
+    /// at a time), so unsynced commits are at most that old.
+    private func schedulePeriodicSync() {
+        guard let syncInterval,
+            syncScheduled.withLock({ scheduled in
+                defer { scheduled = true }
+                return !scheduled
+            })
+        else { return }
+        let seconds = Double(syncInterval.components.seconds) + Double(syncInterval.components.attoseconds) / 1e18
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+            env.writer.async { [self] in
+                syncScheduled.withLock { $0 = false }
+                do {
+                    try env.sync()
+                } catch {
+                    logger.error(
+                        "LMDBCache could not sync its store", metadata: ["path": "\(path)", "error": "\(error)"])
+                }
+            }
+        }
     }
 
     /// Trims to the low-water mark of `limits`.
@@ -201,12 +247,18 @@ final class DiskStore: Sendable {
         var totals = try Totals(txn, db.info)
         let before = totals
         for write in batch.writes {
-            try removeEntry(write.key.bytes, txn, &totals)
-            guard case .set(let record, _) = write.operation else { continue }
+            guard case .set(let record) = write.operation else {
+                try removeEntry(write.key.bytes, txn, &totals)
+                continue
+            }
             try record.withUnsafeBytes { bytes in
-                try txn.put(db.records, write.key.bytes, bytes)
+                // One search when the key is new; an overwrite removes the old entry first.
+                if try !txn.putIfAbsent(db.records, write.key.bytes, bytes) {
+                    try removeEntry(write.key.bytes, txn, &totals)
+                    try txn.put(db.records, write.key.bytes, bytes)
+                }
                 let header = Record.Header(bytes)!
-                try txn.put(db.access, DiskDatabases.indexKey(time: header.accessed, key: write.key.bytes), [])
+                try txn.put(db.access, DiskDatabases.indexKey(time: header.created, key: write.key.bytes), [])
                 if header.expires != 0 {
                     try txn.put(db.expiry, DiskDatabases.indexKey(time: header.expires, key: write.key.bytes), [])
                 }
@@ -215,12 +267,11 @@ final class DiskStore: Sendable {
             totals.bytes += Totals.cost(keyLength: write.key.bytes.count, recordLength: record.count)
         }
         for (key, time) in batch.accesses {
-            guard let bytes = try txn.get(db.records, key.bytes), let header = Record.Header(bytes),
-                header.accessed < time
-            else { continue }
-            let updated = Record.withAccessTime(bytes, time)
-            try txn.delete(db.access, DiskDatabases.indexKey(time: header.accessed, key: key.bytes))
-            try txn.put(db.records, key.bytes, updated)
+            guard let bytes = try txn.get(db.records, key.bytes), let header = Record.Header(bytes) else { continue }
+            let previous = try db.lastAccess(txn, key.bytes, created: header.created)
+            guard previous < time else { continue }
+            try txn.delete(db.access, DiskDatabases.indexKey(time: previous, key: key.bytes))
+            try withUnsafeBytes(of: time.littleEndian) { try txn.put(db.lastAccess, key.bytes, $0) }
             try txn.put(db.access, DiskDatabases.indexKey(time: time, key: key.bytes), [])
         }
         for key in batch.damaged {
@@ -237,14 +288,18 @@ final class DiskStore: Sendable {
     private func removeEntry(_ key: [UInt8], _ txn: WriteTransaction, _ totals: inout Totals) throws {
         guard let bytes = try txn.get(db.records, key) else { return }
         let cost = Totals.cost(keyLength: key.count, recordLength: bytes.count)
-        if let header = Record.Header(bytes) {
-            try txn.delete(db.access, DiskDatabases.indexKey(time: header.accessed, key: key))
+        let header = Record.Header(bytes)
+        // `bytes` points into the map: read all of it before the first change.
+        if let header {
+            let accessed = try db.lastAccess(txn, key, created: header.created)
+            try txn.delete(db.access, DiskDatabases.indexKey(time: accessed, key: key))
             if header.expires != 0 {
                 try txn.delete(db.expiry, DiskDatabases.indexKey(time: header.expires, key: key))
             }
         }
         // A record with a damaged header leaves index entries behind; trimming drops them when it
-        // reaches them (see `evict`).
+        // reaches them (see `evictThroughIndex`).
+        try txn.delete(db.lastAccess, key)
         try txn.delete(db.records, key)
         totals.count -= 1
         totals.bytes -= cost
@@ -306,8 +361,14 @@ final class DiskStore: Sendable {
         _ totals: inout Totals
     ) throws {
         if let bytes = try txn.get(db.records, key) {
-            let header = Record.Header(bytes)
-            let matches = header.map { index == db.access ? $0.accessed == time : $0.expires == time } ?? true
+            let matches: Bool
+            if let header = Record.Header(bytes) {
+                matches =
+                    index == db.access
+                    ? try db.lastAccess(txn, key, created: header.created) == time : header.expires == time
+            } else {
+                matches = true
+            }
             if matches {
                 try removeEntry(key, txn, &totals)
             }
@@ -320,6 +381,7 @@ final class DiskStore: Sendable {
         drain()
         try env.write { txn in
             try txn.empty(db.records)
+            try txn.empty(db.lastAccess)
             try txn.empty(db.access)
             try txn.empty(db.expiry)
             try Totals().save(txn, db.info)

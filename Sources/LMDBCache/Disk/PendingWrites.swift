@@ -1,7 +1,7 @@
 /// A write accepted by ``DiskCache`` but not yet committed.
 enum PendingOperation: Sendable {
-    /// Store this encoded ``Record``; `limits` are the writing handle's, enforced after the commit.
-    case set(record: [UInt8], limits: DiskLimits)
+    /// Store this encoded ``Record``.
+    case set(record: [UInt8])
     case remove
 }
 
@@ -24,7 +24,7 @@ struct QueuedWrite: Sendable {
     let operation: PendingOperation
 
     var byteCount: Int {
-        if case .set(let record, _) = operation { return record.count + key.bytes.count }
+        if case .set(let record) = operation { return record.count + key.bytes.count }
         return key.bytes.count
     }
 }
@@ -35,11 +35,8 @@ struct WriteBatch: Sendable {
     var accesses: [StorageKey: UInt64] = [:]
     var damaged: [StorageKey] = []
     var byteCount = 0
-
-    var limits: DiskLimits? {
-        for write in writes.reversed() { if case .set(_, let limits) = write.operation { return limits } }
-        return nil
-    }
+    /// The limits to enforce after the commit: those of the handle that wrote last.
+    var limits: DiskLimits?
 }
 
 /// The write-behind queue: writes in arrival order, the newest write per key (so reads see their
@@ -64,11 +61,16 @@ struct PendingWrites {
     private(set) var unreportedFailure: CacheError?
     /// True while a drain job is queued or running on the writer.
     var drainScheduled = false
+    /// The limits of the handle that queued the newest insert.
+    private var limits: DiskLimits?
 
     var accessCount: Int { accesses.count }
+    /// Keys with an uncommitted write.
+    var pendingKeyCount: Int { newest.count }
 
-    /// Queues `operation` for `key`; returns its sequence number.
-    mutating func enqueue(_ key: StorageKey, _ operation: PendingOperation) -> UInt64 {
+    /// Queues `operation` for `key`, under the writing handle's `limits`; returns its sequence number.
+    mutating func enqueue(_ key: StorageKey, _ operation: PendingOperation, limits: DiskLimits) -> UInt64 {
+        self.limits = limits
         lastQueued += 1
         let write = QueuedWrite(sequence: lastQueued, key: key, operation: operation)
         queue.append(write)
@@ -82,7 +84,10 @@ struct PendingWrites {
         newest.isEmpty ? nil : newest[key]?.operation
     }
 
-    mutating func recordAccess(_ key: StorageKey, at time: UInt64) {
+    /// Buffers an access time. Beyond `limit` buffered keys new ones are dropped: access order on
+    /// disk is then a little less exact, and memory stays bounded when reads outrun the writer.
+    mutating func recordAccess(_ key: StorageKey, at time: UInt64, limit: Int) {
+        if accesses.count >= limit && accesses[key] == nil { return }
         accesses[key] = max(time, accesses[key] ?? 0)
     }
 
@@ -105,9 +110,11 @@ struct PendingWrites {
     }
 
     /// Takes the next batch: up to `maxWrites` writes and `maxBytes` bytes (at least one write),
-    /// and every buffered access and damaged key. Nil, and the drain unscheduled, when idle.
-    mutating func takeBatch(maxWrites: Int, maxBytes: Int) -> WriteBatch? {
+    /// up to `maxAccesses` buffered access times, and every damaged key. Nil, and the drain
+    /// unscheduled, when idle.
+    mutating func takeBatch(maxWrites: Int, maxBytes: Int, maxAccesses: Int) -> WriteBatch? {
         var batch = WriteBatch()
+        batch.limits = limits
         while head < queue.count && batch.writes.count < maxWrites
             && (batch.writes.isEmpty || batch.byteCount + queue[head].byteCount <= maxBytes)
         {
@@ -122,7 +129,14 @@ struct PendingWrites {
             queue.removeFirst(head)
             head = 0
         }
-        swap(&batch.accesses, &accesses)
+        if accesses.count <= maxAccesses {
+            swap(&batch.accesses, &accesses)
+        } else {
+            for _ in 0..<maxAccesses {
+                guard let (key, time) = accesses.popFirst() else { break }
+                batch.accesses[key] = time
+            }
+        }
         batch.damaged = Array(damaged)
         damaged.removeAll()
         if batch.writes.isEmpty && batch.accesses.isEmpty && batch.damaged.isEmpty && !syncDue {

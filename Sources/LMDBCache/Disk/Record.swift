@@ -1,24 +1,26 @@
-/// The bytes stored for one entry. Little-endian, 40-byte header:
+/// The bytes stored for one entry. Little-endian, 32-byte header:
 ///
 /// | offset | size | field |
 /// |---|---|---|
 /// | 0 | 1 | format version (``formatVersion``) |
 /// | 1 | 1 | flags: 1 = payload is raw deflate, 2 = full key stored |
 /// | 2 | 2 | reserved, zero |
-/// | 4 | 4 | crc32 of bytes 0..<4 and 16..<end |
-/// | 8 | 8 | last access, ms since 1970 (rewritten on access, so outside the checksum) |
-/// | 16 | 8 | created, ms since 1970 |
-/// | 24 | 8 | expires, ms since 1970; 0 = never |
-/// | 32 | 4 | value length before compression |
-/// | 36 | 4 | full key length (0 unless flag 2) |
-/// | 40 | … | the full key (when flag 2), then the payload |
+/// | 4 | 4 | crc32 of bytes 0..<4 and 8..<end |
+/// | 8 | 8 | created (the last write), ms since 1970 |
+/// | 16 | 8 | expires, ms since 1970; 0 = never |
+/// | 24 | 4 | value length before compression |
+/// | 28 | 4 | full key length (0 unless flag 2) |
+/// | 32 | … | the full key (when flag 2), then the payload |
+///
+/// A record is immutable: reads that move an entry in the access order write 8 bytes to the
+/// `lastAccess` database instead, so a read never rewrites a (possibly large) record.
 struct Record {
     static let formatVersion: UInt8 = 1
-    static let headerSize = 40
+    static let headerSize = 32
     /// Largest value accepted: one write transaction dirties at most ~512 MB of pages in LMDB.
     static let maxValueSize = 256 << 20
 
-    struct Flags: OptionSet {
+    struct Flags: OptionSet, Equatable {
         let rawValue: UInt8
         static let compressed = Flags(rawValue: 1)
         static let fullKey = Flags(rawValue: 2)
@@ -28,18 +30,16 @@ struct Record {
         static let version = 0
         static let flags = 1
         static let checksum = 4
-        static let accessed = 8
-        static let created = 16
-        static let expires = 24
-        static let valueLength = 32
-        static let keyLength = 36
+        static let created = 8
+        static let expires = 16
+        static let valueLength = 24
+        static let keyLength = 28
     }
 
     /// The header fields of a stored record, checked for shape but not yet for the checksum.
-    struct Header {
+    struct Header: Equatable {
         var version: UInt8
         var flags: Flags
-        var accessed: UInt64
         var created: UInt64
         var expires: UInt64
         var valueLength: Int
@@ -50,7 +50,6 @@ struct Record {
             guard bytes.count >= Record.headerSize else { return nil }
             version = bytes[Offset.version]
             flags = Flags(rawValue: bytes[Offset.flags])
-            accessed = bytes.loadLE(UInt64.self, at: Offset.accessed)
             created = bytes.loadLE(UInt64.self, at: Offset.created)
             expires = bytes.loadLE(UInt64.self, at: Offset.expires)
             valueLength = Int(bytes.loadLE(UInt32.self, at: Offset.valueLength))
@@ -105,7 +104,6 @@ struct Record {
             raw[Offset.version] = formatVersion
             raw[Offset.flags] = flags.rawValue
             raw.storeLE(UInt16(0), at: 2)
-            raw.storeLE(now, at: Offset.accessed)
             raw.storeLE(now, at: Offset.created)
             raw.storeLE(expires, at: Offset.expires)
             raw.storeLE(UInt32(value.count), at: Offset.valueLength)
@@ -120,7 +118,7 @@ struct Record {
         }
     }
 
-    /// The crc32 a record's header should carry: over everything but the checksum and access time.
+    /// The crc32 a record's header should carry: over everything but the checksum itself.
     static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         let head = Zlib.crc32(UnsafeRawBufferPointer(rebasing: bytes[..<Offset.checksum]))
         return Zlib.crc32(UnsafeRawBufferPointer(rebasing: bytes[Offset.created...]), seed: head)
@@ -161,13 +159,6 @@ struct Record {
         }
         guard ok else { throw .decompression }
         return value
-    }
-
-    /// A copy of `bytes` with its access time set to `accessed`.
-    static func withAccessTime(_ bytes: UnsafeRawBufferPointer, _ accessed: UInt64) -> [UInt8] {
-        var copy = Array(bytes)
-        copy.withUnsafeMutableBytes { $0.storeLE(accessed, at: Offset.accessed) }
-        return copy
     }
 }
 

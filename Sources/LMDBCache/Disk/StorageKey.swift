@@ -42,6 +42,12 @@ struct StorageKey: Hashable, Sendable {
         self.fullKey = fullKey
     }
 
+    /// Hashes the stored bytes in one call (the default hashes an array byte by byte); for long
+    /// keys they include the whole key's digest.
+    func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
     /// The key the user gave.
     var key: [UInt8] { fullKey ?? bytes }
 

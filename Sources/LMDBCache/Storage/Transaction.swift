@@ -103,6 +103,19 @@ struct WriteTransaction: TransactionReading {
         try value.withUnsafeBytes { try put(database, key, $0) }
     }
 
+    /// Stores `value` under `key` unless the key is present; false (and nothing changed) if it is.
+    /// One search instead of a lookup followed by a put.
+    func putIfAbsent(_ database: Database, _ key: [UInt8], _ value: UnsafeRawBufferPointer) throws -> Bool {
+        try key.withUnsafeBytes { keyBytes in
+            var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
+            var v = lmdbcache_val(value.baseAddress, value.count)
+            let code = mdb_put(pointer, database.handle, &k, &v, UInt32(MDB_NOOVERWRITE))
+            if code == MDB_KEYEXIST { return false }
+            try check(code, "mdb_put")
+            return true
+        }
+    }
+
     /// Removes `key`; returns false when it was not there.
     @discardableResult
     func delete(_ database: Database, _ key: [UInt8]) throws -> Bool {

@@ -34,12 +34,14 @@ struct DiskCacheProcessTests {
         }
     }
 
-    @Test("a writer killed with SIGKILL leaves a store that opens and holds every write it flushed")
-    func killedWriter() throws {
+    @Test(
+        "a writer killed with SIGKILL leaves a store that opens and holds every write it flushed",
+        arguments: ["batched", "periodic"])
+    func killedWriter(durability: String) throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         for round in 0..<3 {
-            let helper = try HelperProcess(["churn", dir.path])
+            let helper = try HelperProcess(["churn", dir.path, durability])
             var flushed = 0
             // Kill after a different number of confirmed flushes each round.
             for _ in 0..<(2 + round * 3) {

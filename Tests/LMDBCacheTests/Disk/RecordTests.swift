@@ -1,0 +1,89 @@
+import Testing
+
+@testable import LMDBCache
+
+@Suite("Record format")
+struct RecordTests {
+    static func encode(_ value: [UInt8], fullKey: [UInt8]? = nil) -> [UInt8] {
+        value.withUnsafeBytes {
+            Record.encode(value: $0, fullKey: fullKey, now: 1_000, expires: 2_000, threshold: 512, level: 1)
+        }
+    }
+
+    @Test("a record carries version, flags, times and lengths, and decodes to its value")
+    func fields() throws {
+        let value = sampleBytes(count: 2_000, compressible: true)
+        let record = Self.encode(value, fullKey: [1, 2, 3])
+        try record.withUnsafeBytes { bytes in
+            let header = try Record.validate(bytes)
+            #expect(header.version == Record.formatVersion)
+            #expect(header.flags == [.compressed, .fullKey])
+            #expect(header.created == 1_000)
+            #expect(header.expires == 2_000)
+            #expect(header.valueLength == 2_000)
+            #expect(header.keyLength == 3)
+            #expect(try Record.value(bytes, header: header) == value)
+            #expect(Record.fullKey(bytes, header: header) == [1, 2, 3])
+        }
+    }
+
+    @Test("flipping any single byte of a record makes it fail validation or decoding", arguments: [false, true])
+    func everyFlipIsCaught(compressible: Bool) {
+        let value = sampleBytes(count: 700, compressible: compressible)
+        let record = Self.encode(value)
+        for offset in 0..<record.count {
+            var damaged = record
+            damaged[offset] ^= 0x5A
+            let decoded: [UInt8]? = damaged.withUnsafeBytes { bytes in
+                guard let header = try? Record.validate(bytes) else { return nil }
+                return try? Record.value(bytes, header: header)
+            }
+            #expect(decoded == nil, "a flip at offset \(offset) went unnoticed")
+        }
+    }
+
+    @Test("a record of another format version or a truncated record is rejected")
+    func versionAndLength() {
+        var record = Self.encode([1, 2, 3])
+        record.withUnsafeBytes { #expect((try? Record.validate(UnsafeRawBufferPointer(rebasing: $0[..<20]))) == nil) }
+        record[0] = Record.formatVersion + 1
+        record.withUnsafeBytes { #expect(Record.Header($0) == nil) }
+    }
+}
+
+@Suite("Write queue")
+struct PendingWritesTests {
+    static let limits = DiskLimits(count: nil, cost: nil, lowWater: 0.9, clock: .system)
+
+    @Test("buffered access times stop growing at their limit and leave in bounded batches")
+    func accessesAreBounded() throws {
+        var pending = PendingWrites()
+        for index in 0..<100 { pending.recordAccess(try StorageKey(Array("k\(index)".utf8)), at: 5, limit: 50) }
+        #expect(pending.accessCount == 50)
+        let taken = pending.takeBatch(maxWrites: 10, maxBytes: 1 << 20, maxAccesses: 20)
+        let first = try #require(taken)
+        #expect(first.accesses.count == 20)
+        #expect(pending.accessCount == 30)
+    }
+
+    @Test("the newest write for a key is what a read sees until its batch completes")
+    func newestWriteWins() throws {
+        var pending = PendingWrites()
+        let key = try StorageKey([1])
+        _ = pending.enqueue(key, .set(record: [1]), limits: Self.limits)
+        _ = pending.enqueue(key, .remove, limits: Self.limits)
+        guard case .remove = pending.pending(key) else {
+            Issue.record("the removal should hide the earlier set")
+            return
+        }
+        let taken = pending.takeBatch(maxWrites: 1, maxBytes: 1 << 20, maxAccesses: 0)
+        let batch = try #require(taken)
+        pending.complete(batch, error: nil)
+        #expect(pending.pending(key) != nil, "the removal is still queued")
+        let remaining = pending.takeBatch(maxWrites: 10, maxBytes: 1 << 20, maxAccesses: 0)
+        let rest = try #require(remaining)
+        pending.complete(rest, error: nil)
+        #expect(pending.pending(key) == nil)
+        #expect(pending.committedThrough == 2)
+    }
+}
