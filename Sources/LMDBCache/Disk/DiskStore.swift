@@ -126,7 +126,8 @@ final class DiskStore: Sendable {
 
     /// Logs and counts a damaged record, and has the writer remove it.
     func reportDamage(_ key: StorageKey, _ damage: Record.Damage) {
-        logger.error(
+        // Not thrown (the read is a miss), so it is logged above info: the one sign besides the metric.
+        logger.warning(
             "LMDBCache found a damaged record; treating it as a miss and removing it",
             metadata: ["path": "\(path)", "damage": "\(damage)"])
         damagedRecords.increment()
@@ -183,7 +184,8 @@ final class DiskStore: Sendable {
                 let cacheError = error as? CacheError ?? .lmdb(code: -1, operation: "write", message: "\(error)")
                 failure = cacheError
                 failedWrites.increment(by: batch.writes.count)
-                logger.error(
+                // The caller learns of it from flush() or the synchronous write, so info suffices.
+                logger.info(
                     "LMDBCache dropped a batch of writes",
                     metadata: ["path": "\(path)", "writes": "\(batch.writes.count)", "error": "\(cacheError)"])
             }
