@@ -13,7 +13,7 @@ final class DiskStore: Sendable {
     let env: Environment
     let path: String
     let db: DiskDatabases
-    private let state = Mutex(PendingWrites())
+    private let state = Locked(PendingWrites())
     /// `state.pendingKeyCount`, readable without the lock: most reads find no queued write and
     /// skip the lock. A thread's own writes are counted before its next read (program order).
     private let pendingKeys = Atomic<Int>(0)
@@ -39,7 +39,7 @@ final class DiskStore: Sendable {
 
     /// For ``DiskCache/Durability/periodic(syncInterval:)``: how often the writer syncs.
     private let syncInterval: Duration?
-    private let syncScheduled = Mutex(false)
+    private let syncScheduled = Locked(false)
 
     init(directory: String, options: Environment.Options, syncInterval: Duration?, logger: Logger) throws {
         env = try Environment.open(directory: directory, options: options, logger: logger)

@@ -1,6 +1,5 @@
 import CZlib
 import Foundation
-import Synchronization
 
 /// zlib for the disk tier: raw deflate and inflate with reused streams, and crc32.
 ///
@@ -106,7 +105,7 @@ private final class ZStream: @unchecked Sendable {
 
 /// Idle streams, a few per level; streams beyond the cap are freed.
 private final class StreamPool: Sendable {
-    private let idle = Mutex<[ZStream]>([])
+    private let idle = Locked<[ZStream]>([])
     private let inflating: Bool
     private static let maxIdle = 16
 

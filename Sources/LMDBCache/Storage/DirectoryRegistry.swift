@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Synchronization
 
 /// Identifies a directory by device and inode, so two paths to one directory (symbolic links,
 /// `..`, bind mounts) find the same entry.
@@ -20,7 +19,7 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: Sendable {
         var handles: Int
     }
 
-    private let entries = Mutex<[DirectoryIdentity: Entry]>([:])
+    private let entries = Locked<[DirectoryIdentity: Entry]>([:])
 
     init() {}
 

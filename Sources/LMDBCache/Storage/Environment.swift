@@ -2,7 +2,6 @@ import CLMDB
 import Foundation
 import Glibc
 import Logging
-import Synchronization
 
 /// What to do when the store's file turns out to be damaged on open.
 public enum DamagedStorePolicy: Sendable {
@@ -34,7 +33,7 @@ final class Environment: @unchecked Sendable {
     private let resizeLock = ReadWriteLock()
     private let logger: Logger
     /// Reset read transactions waiting to be renewed. With MDB_NOTLS each keeps its reader slot.
-    private let idleReaders = Mutex<[TransactionHandle]>([])
+    private let idleReaders = Locked<[TransactionHandle]>([])
     private static let maxIdleReaders = 64
     /// How many times one write may grow the map before it is declared impossible.
     private static let maxGrowthsPerWrite = 40

@@ -1,12 +1,13 @@
 import Foundation
-import Synchronization
+
+@testable import LMDBCache
 
 /// The `cache-test-helper` executable running as a real second process.
 final class HelperProcess: Sendable {
     private let process: Process
     private let output: Pipe
     /// Bytes read from its stdout that do not yet form a whole line.
-    private let buffer = Mutex<[UInt8]>([])
+    private let buffer = Locked<[UInt8]>([])
 
     /// The helper binary, built beside the test bundle by `swift build` / `swift test`.
     static var executable: URL {

@@ -1,6 +1,5 @@
 @_exported import CacheTestSupport
 import Foundation
-import Synchronization
 
 @testable import LMDBCache
 
@@ -22,10 +21,10 @@ struct TemporaryDirectory {
 
 /// A clock the test moves by hand.
 final class ManualClock: Sendable {
-    private let current: Mutex<Date>
+    private let current: Locked<Date>
 
     init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
-        current = Mutex(start)
+        current = Locked(start)
     }
 
     var clock: CacheClock { CacheClock { self.current.withLock { $0 } } }
