@@ -109,7 +109,7 @@ public final class DiskCache: Sendable {
                 return nil
             case .hit(let value, let accessed):
                 if now >= accessed + configuration.accessTimeGranularity.milliseconds, now > accessed {
-                    store.recordAccess(storageKey, at: now)
+                    store.recordAccess(storageKey, at: now, previous: accessed)
                 }
                 return value
             case .damaged(let damage):

@@ -31,7 +31,7 @@ final class DiskStore: Sendable {
     static let trimBatchSize = 256
     /// Buffered access times that make the writer commit them without waiting for a write, and
     /// the most one transaction records.
-    static let accessBatchSize = 1_000
+    static let accessBatchSize = 4_096
     /// Most access times buffered; later ones are dropped until the writer catches up.
     static let maxBufferedAccesses = 100_000
 
@@ -116,9 +116,9 @@ final class DiskStore: Sendable {
     }
 
     /// Buffers a read's access time; the writer records it with its next batch.
-    func recordAccess(_ key: StorageKey, at time: UInt64) {
+    func recordAccess(_ key: StorageKey, at time: UInt64, previous: UInt64) {
         let schedule = state.withLock { pending in
-            pending.recordAccess(key, at: time, limit: Self.maxBufferedAccesses)
+            pending.recordAccess(key, at: time, previous: previous, limit: Self.maxBufferedAccesses)
             return pending.accessCount >= Self.accessBatchSize && scheduleDrain(&pending)
         }
         if schedule { startDrain() }
@@ -268,13 +268,14 @@ final class DiskStore: Sendable {
             totals.count += 1
             totals.bytes += Totals.cost(keyLength: write.key.bytes.count, recordLength: record.count)
         }
-        for (key, time) in batch.accesses {
-            guard let bytes = try txn.get(db.records, key.bytes), let header = Record.Header(bytes) else { continue }
-            let previous = try db.lastAccess(txn, key.bytes, created: header.created)
-            guard previous < time else { continue }
-            try txn.delete(db.access, DiskDatabases.indexKey(time: previous, key: key.bytes))
-            try withUnsafeBytes(of: time.littleEndian) { try txn.put(db.lastAccess, key.bytes, $0) }
-            try txn.put(db.access, DiskDatabases.indexKey(time: time, key: key.bytes), [])
+        // Three small writes an access, no record read: the index entry for the time the reader
+        // saw is moved; if it is gone, the entry changed since and the access is dropped.
+        for (key, update) in batch.accesses where update.previous < update.time {
+            guard try txn.delete(db.access, DiskDatabases.indexKey(time: update.previous, key: key.bytes)) else {
+                continue
+            }
+            try withUnsafeBytes(of: update.time.littleEndian) { try txn.put(db.lastAccess, key.bytes, $0) }
+            try txn.put(db.access, DiskDatabases.indexKey(time: update.time, key: key.bytes), [])
         }
         for key in batch.damaged {
             guard let bytes = try txn.get(db.records, key.bytes) else { continue }

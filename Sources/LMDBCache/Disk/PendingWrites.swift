@@ -29,10 +29,18 @@ struct QueuedWrite: Sendable {
     }
 }
 
+/// A read's note that an entry was used at `time`, when its recorded last access was `previous`.
+struct AccessUpdate: Sendable, Equatable {
+    var time: UInt64
+    /// The last access the reader saw; the writer moves the index entry for exactly this time, so
+    /// an entry rewritten or removed in the meantime is left alone.
+    let previous: UInt64
+}
+
 /// What the writer commits in one transaction.
 struct WriteBatch: Sendable {
     var writes: [QueuedWrite] = []
-    var accesses: [StorageKey: UInt64] = [:]
+    var accesses: [StorageKey: AccessUpdate] = [:]
     var damaged: [StorageKey] = []
     var byteCount = 0
     /// The limits to enforce after the commit: those of the handle that wrote last.
@@ -48,7 +56,7 @@ struct PendingWrites {
     private var queue: [QueuedWrite] = []
     private var head = 0
     private var newest: [StorageKey: QueuedWrite] = [:]
-    private var accesses: [StorageKey: UInt64] = [:]
+    private var accesses: [StorageKey: AccessUpdate] = [:]
     private var damaged: Set<StorageKey> = []
     private(set) var queuedBytes = 0
     private(set) var lastQueued: UInt64 = 0
@@ -86,9 +94,13 @@ struct PendingWrites {
 
     /// Buffers an access time. Beyond `limit` buffered keys new ones are dropped: access order on
     /// disk is then a little less exact, and memory stays bounded when reads outrun the writer.
-    mutating func recordAccess(_ key: StorageKey, at time: UInt64, limit: Int) {
-        if accesses.count >= limit && accesses[key] == nil { return }
-        accesses[key] = max(time, accesses[key] ?? 0)
+    mutating func recordAccess(_ key: StorageKey, at time: UInt64, previous: UInt64, limit: Int) {
+        if var buffered = accesses[key] {
+            buffered.time = max(buffered.time, time)
+            accesses[key] = buffered
+        } else if accesses.count < limit {
+            accesses[key] = AccessUpdate(time: time, previous: previous)
+        }
     }
 
     mutating func recordDamage(_ key: StorageKey) {
@@ -133,8 +145,8 @@ struct PendingWrites {
             swap(&batch.accesses, &accesses)
         } else {
             for _ in 0..<maxAccesses {
-                guard let (key, time) = accesses.popFirst() else { break }
-                batch.accesses[key] = time
+                guard let (key, update) = accesses.popFirst() else { break }
+                batch.accesses[key] = update
             }
         }
         batch.damaged = Array(damaged)

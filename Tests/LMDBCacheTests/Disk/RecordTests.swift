@@ -58,7 +58,9 @@ struct PendingWritesTests {
     @Test("buffered access times stop growing at their limit and leave in bounded batches")
     func accessesAreBounded() throws {
         var pending = PendingWrites()
-        for index in 0..<100 { pending.recordAccess(try StorageKey(Array("k\(index)".utf8)), at: 5, limit: 50) }
+        for index in 0..<100 {
+            pending.recordAccess(try StorageKey(Array("k\(index)".utf8)), at: 5, previous: 1, limit: 50)
+        }
         #expect(pending.accessCount == 50)
         let taken = pending.takeBatch(maxWrites: 10, maxBytes: 1 << 20, maxAccesses: 20)
         let first = try #require(taken)
