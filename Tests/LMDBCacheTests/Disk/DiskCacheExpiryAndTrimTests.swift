@@ -158,6 +158,31 @@ struct DiskCacheExpiryAndTrimTests {
         #expect(try !disk.containsData(forKey: "k0"))
     }
 
+    @Test("an access noted before the entry is overwritten or removed leaves the indexes consistent")
+    func staleAccessIsDropped() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock()
+        let disk = try Self.open(dir, clock)
+        defer { disk.close() }
+        for index in 0..<3 { try disk.setData([UInt8(index)], forKey: "k\(index)") }
+        try disk.flush()
+        clock.advance(by: .seconds(5))
+        for index in 0..<3 { _ = try disk.data(forKey: "k\(index)") }
+        // The reads' access times are still buffered when k0 changes and k1 goes.
+        try disk.setData([9], forKey: "k0")
+        try disk.removeData(forKey: "k1")
+        try disk.flush()
+        let report = try disk.store.verify()
+        #expect(report.isClean, "\(report.indexProblems)")
+        #expect(disk.totalCount == 2)
+        // k2's access was recorded: it outlives k0, written before it at the same time.
+        clock.advance(by: .seconds(1))
+        _ = try disk.data(forKey: "k2")
+        try disk.trim(toCount: 1)
+        #expect(try disk.containsData(forKey: "k2"))
+    }
+
     @Test("a value larger than the cost limit is refused")
     func valueOverCostLimit() throws {
         let dir = TemporaryDirectory()
