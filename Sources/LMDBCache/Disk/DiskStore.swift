@@ -31,7 +31,7 @@ final class DiskStore: Sendable {
     static let trimBatchSize = 256
     /// Buffered access times that make the writer commit them without waiting for a write, and
     /// the most one transaction records.
-    static let accessBatchSize = 4_096
+    static let accessBatchSize = 1_000
     /// Most access times buffered; later ones are dropped until the writer catches up.
     static let maxBufferedAccesses = 100_000
 

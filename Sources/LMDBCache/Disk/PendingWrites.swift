@@ -144,10 +144,10 @@ struct PendingWrites {
         if accesses.count <= maxAccesses {
             swap(&batch.accesses, &accesses)
         } else {
-            for _ in 0..<maxAccesses {
-                guard let (key, update) = accesses.popFirst() else { break }
-                batch.accesses[key] = update
-            }
+            // Not popFirst() in a loop: each call scans from the first bucket, quadratic in all.
+            batch.accesses.reserveCapacity(maxAccesses)
+            for (key, update) in accesses.prefix(maxAccesses) { batch.accesses[key] = update }
+            for key in batch.accesses.keys { accesses.removeValue(forKey: key) }
         }
         batch.damaged = Array(damaged)
         damaged.removeAll()
