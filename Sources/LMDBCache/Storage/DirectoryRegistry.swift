@@ -42,7 +42,8 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: Sendable {
         }
     }
 
-    /// Gives back one handle; `close` runs (outside no lock but this registry's) when it was the last.
+    /// Gives back one handle; when it was the last, `close` runs (under the registry lock, so a
+    /// concurrent open of the same directory waits for it).
     func release(_ identity: DirectoryIdentity, close: (Object) -> Void) {
         entries.withLock { entries in
             guard var entry = entries[identity] else { return }
