@@ -26,6 +26,7 @@ public enum CacheError: Error, Sendable, Equatable {
 }
 
 extension CacheError: CustomStringConvertible {
+    /// A one-line message saying what went wrong.
     public var description: String {
         switch self {
         case .closed:
