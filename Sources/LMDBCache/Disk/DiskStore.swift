@@ -67,10 +67,7 @@ final class DiskStore: Sendable {
 
     /// Commits everything queued, syncs, and closes the environment. The last handle calls it.
     func close() {
-        _ = try? env.writer.sync {
-            drain()
-            try env.sync()
-        }
+        try? commitAndSync()
         env.close()
     }
 
@@ -81,17 +78,20 @@ final class DiskStore: Sendable {
     func enqueue(
         _ key: StorageKey, _ operation: PendingOperation, limits: DiskLimits, synchronous: Bool, maxPendingBytes: Int
     ) throws {
-        if state.withLock({ $0.queuedBytes > maxPendingBytes }) {
-            progress.lock()
-            while state.withLock({ $0.queuedBytes > maxPendingBytes }) { progress.wait() }
-            progress.unlock()
+        var queued: (sequence: UInt64, schedule: Bool)?
+        while true {
+            // One lock for the common case; only a full queue takes the waiting path.
+            queued = state.withLock { pending in
+                guard pending.queuedBytes <= maxPendingBytes else { return nil }
+                let sequence = pending.enqueue(key, operation, limits: limits)
+                pendingKeys.store(pending.pendingKeyCount, ordering: .releasing)
+                if synchronous { pending.requestSync(through: sequence) }
+                return (sequence, scheduleDrain(&pending))
+            }
+            if queued != nil { break }
+            try waitUntil { $0.queuedBytes <= maxPendingBytes }
         }
-        let (sequence, schedule) = state.withLock { pending in
-            let sequence = pending.enqueue(key, operation, limits: limits)
-            pendingKeys.store(pending.pendingKeyCount, ordering: .releasing)
-            if synchronous { pending.requestSync(through: sequence) }
-            return (sequence, scheduleDrain(&pending))
-        }
+        let (sequence, schedule) = queued!
         if schedule { startDrain() }
         if synchronous {
             try waitUntil { $0.syncedThrough >= sequence }
@@ -102,11 +102,16 @@ final class DiskStore: Sendable {
     /// Commits and syncs every write queued so far, with the access times and damaged records
     /// reads reported; throws the first write failure since the last flush.
     func flush() throws {
+        try commitAndSync()
+        if let error = state.withLock({ $0.takeUnreportedFailure() }) { throw error }
+    }
+
+    /// Drains the queue on the writer, then syncs the file.
+    private func commitAndSync() throws {
         try env.writer.sync {
             drain()
             try env.sync()
         }
-        if let error = state.withLock({ $0.takeUnreportedFailure() }) { throw error }
     }
 
     /// The newest queued write for `key`, if it is not committed yet.

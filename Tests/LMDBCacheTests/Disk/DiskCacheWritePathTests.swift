@@ -72,6 +72,25 @@ struct DiskCacheWritePathTests {
         #expect(try disk.store.verify().isClean)
     }
 
+    @Test("with a tiny queue limit, writers wait for the writer thread and nothing is lost")
+    func backpressure() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        var configuration = DiskCache.Configuration()
+        configuration.maxPendingBytes = 1
+        let disk = try DiskCache(directory: dir.url, configuration: configuration)
+        defer { disk.close() }
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            for index in 0..<200 {
+                let key = "t\(thread)-\(index)"
+                try? disk.setData(Array(key.utf8), forKey: key)
+            }
+        }
+        try disk.flush()
+        #expect(disk.totalCount == 800)
+        #expect(try disk.data(forKey: "t3-199") == Array("t3-199".utf8))
+    }
+
     @Test("a reopened cache holds every flushed write")
     func reopenSeesFlushedWrites() throws {
         let dir = TemporaryDirectory()
