@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// Where a cache reads the current time.
 ///
@@ -6,21 +7,34 @@ import Foundation
 /// so time-dependent behaviour is checked without sleeping.
 public struct CacheClock: Sendable {
     private let read: @Sendable () -> Date
+    /// Reads `clock_gettime` directly: the memory tier reads the time on every hit.
+    private let isSystem: Bool
 
     /// A clock that reads `now` each time the cache needs the time.
     public init(_ now: @escaping @Sendable () -> Date) {
         read = now
+        isSystem = false
+    }
+
+    private init(system: Void) {
+        read = { Date() }
+        isSystem = true
     }
 
     /// The wall clock.
-    public static let system = CacheClock { Date() }
+    public static let system = CacheClock(system: ())
 
     /// The current time.
     public var now: Date { read() }
 
     /// The current time in whole milliseconds since 1970, the unit stored on disk.
     var milliseconds: UInt64 {
-        UInt64(max(0, (read().timeIntervalSince1970 * 1_000).rounded(.down)))
+        if isSystem {
+            var time = timespec()
+            clock_gettime(CLOCK_REALTIME, &time)
+            return UInt64(max(0, time.tv_sec)) * 1_000 + UInt64(max(0, time.tv_nsec)) / 1_000_000
+        }
+        return UInt64(max(0, (read().timeIntervalSince1970 * 1_000).rounded(.down)))
     }
 }
 

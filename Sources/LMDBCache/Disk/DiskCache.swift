@@ -90,7 +90,13 @@ public final class DiskCache: Sendable {
     /// The value stored under `key`, or nil when there is none, it expired, or its record is
     /// damaged (a damaged record is also logged and removed).
     public func data(forKey key: [UInt8]) throws -> [UInt8]? {
-        try withStore { store -> [UInt8]? in
+        try entry(forKey: key)?.value
+    }
+
+    /// The value stored under `key` with its expiry in milliseconds since 1970 (0 for none), as
+    /// ``data(forKey:)`` finds it; the two-tier cache promotes entries with their expiry.
+    func entry(forKey key: [UInt8]) throws -> (value: [UInt8], expires: UInt64)? {
+        try withStore { store -> (value: [UInt8], expires: UInt64)? in
             let storageKey = try StorageKey(key)
             let now = configuration.clock.milliseconds
             let found: Lookup
@@ -99,7 +105,8 @@ public final class DiskCache: Sendable {
                 found = try record.withUnsafeBytes { bytes -> Lookup in
                     let header = try Record.validate(bytes)
                     if header.isExpired(at: now) { return .miss }
-                    return .hit(try Record.value(bytes, header: header), accessed: header.created)
+                    return .hit(
+                        try Record.value(bytes, header: header), accessed: header.created, expires: header.expires)
                 }
             } else {
                 found = try Self.lookUp(storageKey, in: store, now: now)
@@ -107,11 +114,11 @@ public final class DiskCache: Sendable {
             switch found {
             case .miss:
                 return nil
-            case .hit(let value, let accessed):
+            case .hit(let value, let accessed, let expires):
                 if now >= accessed + configuration.accessTimeGranularity.milliseconds, now > accessed {
                     store.recordAccess(storageKey, at: now, previous: accessed)
                 }
-                return value
+                return (value, expires)
             case .damaged(let damage):
                 store.reportDamage(storageKey, damage)
                 return nil
@@ -137,13 +144,13 @@ public final class DiskCache: Sendable {
                 return .damaged(error)
             }
             let accessed = try store.db.lastAccess(txn, storageKey.bytes, created: header.created)
-            return .hit(value, accessed: accessed)
+            return .hit(value, accessed: accessed, expires: header.expires)
         }
     }
 
     private enum Lookup {
         case miss
-        case hit([UInt8], accessed: UInt64)
+        case hit([UInt8], accessed: UInt64, expires: UInt64)
         case damaged(Record.Damage)
     }
 

@@ -21,6 +21,9 @@ final class DiskStore: Sendable {
     private let progress = NSCondition()
     private let logger: Logger
     private let damagedRecords = Counter(label: "lmdbcache_disk_damaged_records_total")
+    /// Told of every entry trimming evicts, on `evictionQueue`, keyed by a token.
+    private let evictionObservers = Locked<(next: UInt64, observers: [UInt64: EvictionObserver])>((0, [:]))
+    private let evictionQueue = DispatchQueue(label: "LMDBCache.DiskStore.evictions")
     private let failedWrites = Counter(label: "lmdbcache_disk_failed_writes_total")
 
     /// Most writes committed in one transaction.
@@ -69,6 +72,43 @@ final class DiskStore: Sendable {
     func close() {
         try? commitAndSync()
         env.close()
+    }
+
+    // MARK: Eviction events
+
+    /// Receives batches of evicted entries, in eviction order, on a queue of its own (never the
+    /// writer thread, so it may call back into the cache).
+    typealias EvictionObserver = @Sendable ([DiskEviction]) -> Void
+
+    /// Starts telling `observer` of evictions; returns the token that stops it.
+    func observeEvictions(_ observer: @escaping EvictionObserver) -> UInt64 {
+        evictionObservers.withLock { state in
+            state.next += 1
+            state.observers[state.next] = observer
+            return state.next
+        }
+    }
+
+    func stopObservingEvictions(_ token: UInt64) {
+        _ = evictionObservers.withLock { $0.observers.removeValue(forKey: token) }
+    }
+
+    private var isObserved: Bool {
+        evictionObservers.withLock { !$0.observers.isEmpty }
+    }
+
+    private func publish(_ evictions: [DiskEviction]) {
+        guard !evictions.isEmpty else { return }
+        let observers = evictionObservers.withLock { Array($0.observers.values) }
+        guard !observers.isEmpty else { return }
+        evictionQueue.async {
+            for observer in observers { observer(evictions) }
+        }
+    }
+
+    /// Waits until every eviction event published so far has been delivered.
+    func waitForEvictionEvents() {
+        evictionQueue.sync {}
     }
 
     // MARK: Writes
@@ -326,37 +366,55 @@ final class DiskStore: Sendable {
     /// Removes expired entries, then least recently used ones as `plan` says, in transactions of
     /// at most ``trimBatchSize`` removals; queued writes are committed between them. Writer only.
     func trim(_ plan: TrimPlan, now: UInt64) throws {
+        let observed = isObserved
         while true {
+            var evicted: [DiskEviction] = []
             let done = try env.write { txn in
+                evicted.removeAll()  // a replayed transaction starts over
                 var totals = try Totals(txn, db.info)
                 let before = totals
-                let done = try evict(plan, now: now, txn, &totals)
+                let done = try evict(plan, now: now, txn, &totals, observed ? { evicted.append($0) } : nil)
                 if totals != before { try totals.save(txn, db.info) }
                 return done
             }
+            publish(evicted)
             if done { return }
             _ = commitNextBatch(enforcingLimits: false)
         }
     }
 
     /// One transaction's share of a trim; true when the plan is met.
-    private func evict(_ plan: TrimPlan, now: UInt64, _ txn: WriteTransaction, _ totals: inout Totals) throws -> Bool {
+    /// Entries `evict` removes are passed to `evicted` (when given) with the reason.
+    private func evict(
+        _ plan: TrimPlan, now: UInt64, _ txn: WriteTransaction, _ totals: inout Totals,
+        _ evicted: ((DiskEviction) -> Void)?
+    ) throws -> Bool {
         var removed = 0
         while let first = try txn.firstKey(db.expiry) {
             let (time, key) = DiskDatabases.parseIndexKey(first)
             guard time <= now else { break }
             guard removed < Self.trimBatchSize else { return false }
-            try evictThroughIndex(first, time: time, key: key, index: db.expiry, txn, &totals)
+            try evictThroughIndex(first, time: time, key: key, index: db.expiry, txn, &totals) { fullKey in
+                evicted?(DiskEviction(key: fullKey, reason: .expired))
+            }
             removed += 1
         }
         while let first = try txn.firstKey(db.access) {
             let (time, key) = DiskDatabases.parseIndexKey(first)
-            let over =
-                (plan.count.map { totals.count > $0 } ?? false) || (plan.cost.map { totals.bytes > $0 } ?? false)
-                || (plan.accessedBefore.map { time < $0 } ?? false)
-            guard over else { return true }
+            let reason: RemovalReason
+            if let count = plan.count, totals.count > count {
+                reason = .count
+            } else if let cost = plan.cost, totals.bytes > cost {
+                reason = .cost
+            } else if let cutoff = plan.accessedBefore, time < cutoff {
+                reason = .age
+            } else {
+                return true
+            }
             guard removed < Self.trimBatchSize else { return false }
-            try evictThroughIndex(first, time: time, key: key, index: db.access, txn, &totals)
+            try evictThroughIndex(first, time: time, key: key, index: db.access, txn, &totals) { fullKey in
+                evicted?(DiskEviction(key: fullKey, reason: reason))
+            }
             removed += 1
         }
         return true
@@ -364,21 +422,25 @@ final class DiskStore: Sendable {
 
     /// Removes the entry an index entry points to; an index entry that no longer matches its
     /// record (left by a damaged record) is dropped on its own, so trimming always progresses.
+    /// `removed` gets the full key of an entry the index entry pointed to and that was removed.
     private func evictThroughIndex(
         _ indexKey: [UInt8], time: UInt64, key: [UInt8], index: Database, _ txn: WriteTransaction,
-        _ totals: inout Totals
+        _ totals: inout Totals, removed: ([UInt8]) -> Void
     ) throws {
         if let bytes = try txn.get(db.records, key) {
             let matches: Bool
+            var fullKey: [UInt8]?  // nil for a damaged record: not reported as an eviction
             if let header = Record.Header(bytes) {
                 matches =
                     index == db.access
                     ? try db.lastAccess(txn, key, created: header.created) == time : header.expires == time
+                fullKey = Record.fullKey(bytes, header: header) ?? key
             } else {
                 matches = true
             }
             if matches {
                 try removeEntry(key, txn, &totals)
+                if let fullKey { removed(fullKey) }
             }
         }
         try txn.delete(index, indexKey)
@@ -402,4 +464,11 @@ final class DiskStore: Sendable {
     func totals() throws -> Totals {
         try env.read { try Totals($0, db.info) }
     }
+}
+
+/// An entry trimming removed from the disk tier.
+struct DiskEviction: Sendable {
+    /// The key as the user gave it (the full key of a long key).
+    var key: [UInt8]
+    var reason: RemovalReason
 }

@@ -21,6 +21,12 @@ public enum CacheError: Error, Sendable, Equatable {
     case unsupportedFormat(path: String, found: Int, supported: Int)
     /// A fixed LMDB resource ran out (reader slots, databases, a transaction's dirty pages).
     case resourceExhausted(resource: String, operation: String)
+    /// A cache name cannot be used as a directory name (empty, `.`, `..` or containing `/`).
+    case invalidName(name: String, reason: String)
+    /// A value could not be encoded or decoded by the cache's ``ValueCodec``.
+    case codecFailed(operation: String, reason: String)
+    /// A lookup that may not load (``LoadPolicy/cacheOnly``) found nothing.
+    case notFound(key: String)
     /// Any other failure reported by LMDB or the operating system, with LMDB's code and message.
     case lmdb(code: Int32, operation: String, message: String)
 }
@@ -46,6 +52,12 @@ extension CacheError: CustomStringConvertible {
                 "the store at \(path) has record format \(found); this version reads format \(supported) and below"
         case .resourceExhausted(let resource, let operation):
             return "\(operation) failed: \(resource)"
+        case .invalidName(let name, let reason):
+            return "invalid cache name \"\(name)\": \(reason)"
+        case .codecFailed(let operation, let reason):
+            return "could not \(operation) a value: \(reason)"
+        case .notFound(let key):
+            return "no cached value for key \(key)"
         case .lmdb(let code, let operation, let message):
             return "\(operation) failed: \(message) (LMDB code \(code))"
         }

@@ -1,0 +1,58 @@
+import Foundation
+import Logging
+
+extension Cache {
+    /// Opens the cache called `name` in the user's cache directory: `$XDG_CACHE_HOME/name`
+    /// when that variable holds an absolute path, else `~/.cache/name`.
+    ///
+    /// - Throws: ``CacheError/invalidName(name:reason:)`` for a name that is empty, `.` or `..`,
+    ///   or contains `/` or a NUL; otherwise what ``init(directory:configuration:logger:removalListener:)``
+    ///   throws.
+    public convenience init(
+        name: String, configuration: Configuration,
+        logger: Logger = Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() }),
+        removalListener: RemovalListener? = nil
+    ) throws {
+        var configuration = configuration
+        if configuration.name == nil { configuration.name = name }
+        try self.init(
+            directory: try CacheDirectory.named(name), configuration: configuration, logger: logger,
+            removalListener: removalListener)
+    }
+}
+
+/// Where named caches live.
+enum CacheDirectory {
+    /// The directory of the cache called `name`.
+    static func named(_ name: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws
+        -> URL
+    {
+        try validate(name)
+        return root(environment).appendingPathComponent(name, isDirectory: true)
+    }
+
+    /// `$XDG_CACHE_HOME` when absolute (the XDG spec ignores relative values), else `~/.cache`.
+    static func root(_ environment: [String: String]) -> URL {
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg, isDirectory: true)
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".cache", isDirectory: true)
+    }
+
+    static func validate(_ name: String) throws {
+        let reason: String? =
+            if name.isEmpty {
+                "a cache name cannot be empty"
+            } else if name == "." || name == ".." {
+                "a cache name cannot be . or .."
+            } else if name.contains("/") {
+                "a cache name cannot contain /; pass a directory URL to place a cache elsewhere"
+            } else if name.contains("\0") {
+                "a cache name cannot contain a NUL character"
+            } else {
+                nil
+            }
+        if let reason { throw CacheError.invalidName(name: name, reason: reason) }
+    }
+}

@@ -1,0 +1,331 @@
+import Foundation
+import Logging
+
+/// A two-tier cache: a ``MemoryCache`` in front of a ``DiskCache``, with values encoded by a
+/// ``ValueCodec``.
+///
+/// Lookups try memory, then disk; a disk hit is decoded once and promoted to memory. Inserts
+/// go to both tiers: memory at once, disk through the write-behind queue (reads see queued writes,
+/// so a value read right after its insert is that value). Removals clear both tiers.
+///
+/// ```swift
+/// let cache = try Cache<String, Article>(
+///     directory: URL(fileURLWithPath: "/var/cache/myservice/articles"),
+///     configuration: .init(
+///         memory: .init(countLimit: 10_000, costLimit: 64 << 20, ageLimit: .seconds(300)),
+///         disk: .init(countLimit: nil, costLimit: 1 << 30, ageLimit: .seconds(30 * 86_400),
+///                     freeSpaceLimit: 512 << 20)))
+/// cache["a1"] = article
+/// let fresh = try await cache.value(forKey: "a3") { try await api.article(id: "a3") }
+/// ```
+///
+/// Inserts and lookups do not throw: a value the codec cannot encode stays in memory only, a
+/// disk write that fails is logged and counted, and ``flush()`` throws the first such failure.
+/// Safe to use from any thread or task.
+public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
+    /// Called once for every entry that leaves a tier, with the tier, after the cache's locks are
+    /// released: on the removing thread for the memory tier and for explicit removals, on a
+    /// queue of the disk tier's for entries trimming evicts from disk.
+    public typealias RemovalListener = @Sendable (CacheRemoval<Key, Value>) -> Void
+
+    /// The configuration the cache was opened with.
+    public let configuration: Configuration
+    /// The memory tier. Writing to it directly bypasses the disk tier.
+    public let memory: MemoryCache<Key, Value>
+    /// The disk tier; nil for a memory-only cache. Writing to it directly bypasses the memory tier.
+    public let disk: DiskCache?
+    private let codec: any ValueCodec<Value>
+    private let logger: Logger
+    private let listener: RemovalListener?
+    private let counters: CacheCounters
+    let loads = LoadCoalescer<Key, Value>()
+    /// The first write failure since the last ``flush()``.
+    private let failure = Locked<(any Error)?>(nil)
+    private let evictionToken: UInt64?
+    private let isClosed = LockedFlag()
+
+    /// Opens (creating when missing, owner-only) a two-tier cache whose disk tier lives in
+    /// `directory`.
+    ///
+    /// - Parameters:
+    ///   - logger: where the cache logs, at info level and below; nothing is logged by default.
+    ///   - removalListener: called with each entry that leaves a tier and why.
+    /// - Throws: what ``DiskCache/init(directory:configuration:logger:)`` throws.
+    public init(
+        directory: URL, configuration: Configuration,
+        logger: Logger = Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() }),
+        removalListener: RemovalListener? = nil
+    ) throws {
+        self.configuration = configuration
+        self.logger = logger
+        codec = configuration.codec
+        listener = removalListener
+        let counters = CacheCounters(name: configuration.name ?? directory.lastPathComponent)
+        self.counters = counters
+        memory = MemoryCache(
+            configuration: configuration.memoryWithClock, removalListener: removalListener,
+            metrics: counters.memoryMetrics)
+        let disk = try DiskCache(directory: directory, configuration: configuration.diskWithClock, logger: logger)
+        self.disk = disk
+        evictionToken = disk.store.observeEvictions { evictions in
+            for eviction in evictions {
+                counters.diskRemoval(eviction.reason)
+                guard let removalListener, let key = Key(cacheKeyBytes: eviction.key) else { continue }
+                removalListener(CacheRemoval(key: key, value: nil, reason: eviction.reason, tier: .disk))
+            }
+        }
+    }
+
+    /// A memory-only cache: the same API without a disk tier.
+    public init(
+        memory configuration: MemoryCache<Key, Value>.Configuration,
+        logger: Logger = Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() }),
+        removalListener: RemovalListener? = nil
+    ) {
+        self.configuration = Configuration(memory: configuration, codec: UnusedCodec())
+        self.logger = logger
+        codec = UnusedCodec()
+        listener = removalListener
+        counters = CacheCounters(name: "memory")
+        memory = MemoryCache(
+            configuration: configuration, removalListener: removalListener, metrics: counters.memoryMetrics)
+        disk = nil
+        evictionToken = nil
+    }
+
+    deinit {
+        close()
+    }
+
+    // MARK: Values
+
+    /// The live value for `key`: from memory, else from disk (then promoted to memory); nil when
+    /// neither tier has one, it expired, or the cache is closed.
+    public func value(forKey key: Key) -> Value? {
+        let (value, generation) = memory.lookUp(key)
+        if let value { return value }
+        guard let disk, !isClosed.value else { return nil }
+        let bytes = key.cacheKeyBytes
+        let entry: (value: [UInt8], expires: UInt64)?
+        do {
+            entry = try disk.entry(forKey: bytes)
+        } catch {
+            logger.debug("LMDBCache disk lookup failed", metadata: ["error": "\(error)"])
+            counters.diskMiss()
+            return nil
+        }
+        guard let entry else {
+            counters.diskMiss()
+            return nil
+        }
+        let decoded: Value
+        do {
+            decoded = try codec.decode(entry.value)
+        } catch {
+            // A value this codec cannot read (a changed type, say) is a miss, and goes.
+            logger.info(
+                "LMDBCache could not decode a stored value; removing it",
+                metadata: ["key": "\(key)", "error": "\(error)"])
+            counters.diskMiss()
+            counters.failedWrite()
+            try? disk.removeData(forKey: bytes)
+            return nil
+        }
+        counters.diskHit()
+        // Promoted only if no write to the key's shard came since the miss, so a value read from
+        // disk never overwrites a newer insert or brings back a removed entry.
+        memory.insert(
+            decoded, forKey: key, cost: configuration.memory.weigher?(decoded) ?? entry.value.count,
+            expires: entry.expires, now: memory.now, ifGeneration: generation)
+        return decoded
+    }
+
+    /// Stores `value` under `key` in both tiers, replacing any value there.
+    ///
+    /// Returns once the value is in memory and its disk write is queued (or, with
+    /// ``DiskCache/Durability/synchronous``, committed).
+    ///
+    /// - Parameters:
+    ///   - cost: the memory tier's cost; nil uses the weigher, else the encoded value's size.
+    ///   - expiresAfter: the entry is never returned after this long, read or not, from either tier.
+    public func insert(_ value: Value, forKey key: Key, cost: Int? = nil, expiresAfter: Duration? = nil) {
+        guard !isClosed.value else {
+            record(CacheError.closed, "insert")
+            return
+        }
+        var encodedSize = 0
+        if let disk {
+            let bytes = key.cacheKeyBytes
+            let replacesDiskOnly =
+                listener != nil && !memory.contains(key) && (try? disk.containsData(forKey: bytes)) == true
+            do {
+                let encoded: [UInt8]
+                do {
+                    encoded = try codec.encode(value)
+                } catch let error as CacheError {
+                    throw error
+                } catch {
+                    throw CacheError.codecFailed(operation: "encode", reason: "\(error)")
+                }
+                encodedSize = encoded.count
+                try disk.setData(encoded, forKey: bytes, expiresAfter: expiresAfter)
+                if replacesDiskOnly {
+                    listener?(CacheRemoval(key: key, value: nil, reason: .replaced, tier: .disk))
+                }
+            } catch {
+                record(error, "insert")
+            }
+        }
+        memory.insert(
+            value, forKey: key, cost: cost ?? configuration.memory.weigher?(value) ?? encodedSize,
+            expiresAfter: expiresAfter)
+    }
+
+    /// The live value for `key` on get; on set, inserts with the default cost and no expiry, or
+    /// removes the entry when set to nil.
+    public subscript(key: Key) -> Value? {
+        get { value(forKey: key) }
+        set {
+            if let newValue { insert(newValue, forKey: key) } else { removeValue(forKey: key) }
+        }
+    }
+
+    /// Removes the entry for `key` from both tiers.
+    public func removeValue(forKey key: Key) {
+        if let disk, !isClosed.value {
+            let bytes = key.cacheKeyBytes
+            let onDiskOnly = listener != nil && !memory.contains(key) && (try? disk.containsData(forKey: bytes)) == true
+            do {
+                try disk.removeData(forKey: bytes)
+                if onDiskOnly { listener?(CacheRemoval(key: key, value: nil, reason: .explicit, tier: .disk)) }
+            } catch {
+                record(error, "remove")
+            }
+        }
+        memory.removeValue(forKey: key)
+    }
+
+    /// True when either tier holds a live value for `key`. Not an access.
+    public func contains(_ key: Key) -> Bool {
+        if memory.contains(key) { return true }
+        guard let disk else { return false }
+        return (try? disk.containsData(forKey: key.cacheKeyBytes)) ?? false
+    }
+
+    /// Removes every entry from both tiers. The listener hears of the memory tier's entries.
+    public func removeAll() {
+        if let disk {
+            do { try disk.removeAll() } catch { record(error, "remove all") }
+        }
+        memory.removeAll()
+    }
+
+    // MARK: Trimming
+
+    /// Trims each tier to at most `count` entries, least recently used first.
+    public func trim(toCount count: Int) {
+        memory.trim(toCount: count)
+        disk.map { disk in perform("trim") { try disk.trim(toCount: count) } }
+    }
+
+    /// Trims each tier to at most `cost` (memory: its cost; disk: bytes), least recently used first.
+    public func trim(toCost cost: Int) {
+        memory.trim(toCost: cost)
+        disk.map { disk in perform("trim") { try disk.trim(toCost: cost) } }
+    }
+
+    /// Removes entries not read or written for `age` or longer from each tier.
+    public func trim(toAge age: Duration) {
+        memory.trim(toAge: age)
+        disk.map { disk in perform("trim") { try disk.trim(toAge: age) } }
+    }
+
+    /// Removes expired entries from each tier.
+    public func removeExpired() {
+        memory.removeExpired()
+        disk.map { disk in perform("trim") { try disk.removeExpired() } }
+    }
+
+    // MARK: Statistics and lifecycle
+
+    /// Hits and misses per tier, removals by reason, loads and failures since the cache opened.
+    ///
+    /// Reading it also brings the metrics' entry and cost gauges up to date.
+    public var statistics: CacheStatistics {
+        let statistics = counters.statistics(memory: memory.statistics)
+        if let disk, !isClosed.value {
+            counters.diskMetrics.entries.set(disk.totalCount)
+            counters.diskMetrics.cost.set(disk.totalCost)
+        }
+        return statistics
+    }
+
+    /// Commits every insert and removal so far to disk and syncs it.
+    ///
+    /// - Throws: the first write failure since the previous flush (a value the codec could not
+    ///   encode, a write the disk refused), or ``CacheError/closed``.
+    public func flush() throws {
+        try disk?.flush()
+        if isClosed.value { throw CacheError.closed }
+        if let error = failure.withLock({ failure in
+            defer { failure = nil }
+            return failure
+        }) {
+            throw error
+        }
+    }
+
+    /// Flushes, then closes the cache and empties its memory tier. Later calls do nothing and
+    /// return nil, or throw ``CacheError/closed`` where they throw. Calling it again does nothing.
+    public func close() {
+        guard isClosed.set() else { return }
+        if let evictionToken, let disk {
+            disk.store.waitForEvictionEvents()
+            disk.store.stopObservingEvictions(evictionToken)
+        }
+        disk?.close()
+        memory.removeAll()
+    }
+
+    var isClosedForLoading: Bool { isClosed.value }
+
+    func countLoad() {
+        counters.load()
+    }
+
+    func countLoadFailure(_ error: any Error) {
+        counters.loadFailure()
+        logger.debug("LMDBCache loader failed", metadata: ["error": "\(error)"])
+    }
+
+    /// Waits until the listener has heard of every disk eviction so far (for tests).
+    func waitForEvictionEvents() {
+        disk?.store.waitForEvictionEvents()
+    }
+
+    // MARK: Failures
+
+    private func perform(_ operation: String, _ body: () throws -> Void) {
+        do { try body() } catch { record(error, operation) }
+    }
+
+    /// Keeps the first failure for ``flush()``, counts it and logs it.
+    private func record(_ error: any Error, _ operation: String) {
+        counters.failedWrite()
+        failure.withLock { failure in
+            if failure == nil { failure = error }
+        }
+        logger.info("LMDBCache \(operation) failed", metadata: ["error": "\(error)"])
+    }
+}
+
+/// The codec of a memory-only cache, which never encodes.
+private struct UnusedCodec<Value>: ValueCodec {
+    func encode(_ value: Value) throws -> [UInt8] {
+        throw CacheError.codecFailed(operation: "encode", reason: "a memory-only cache has no codec")
+    }
+
+    func decode(_ bytes: [UInt8]) throws -> Value {
+        throw CacheError.codecFailed(operation: "decode", reason: "a memory-only cache has no codec")
+    }
+}

@@ -1,0 +1,46 @@
+import Metrics
+
+/// The swift-metrics instruments of one cache tier. Dimensions are bounded: the cache's name,
+/// the tier and, for removals, the reason.
+final class TierMetrics: Sendable {
+    let hits: Counter
+    let misses: Counter
+    /// Indexed by ``RemovalReason/index``.
+    let removals: [Counter]
+    let entries: Meter
+    let cost: Meter
+
+    init(cache name: String, tier: CacheTier) {
+        let dimensions = [("cache", name), ("tier", tier.rawValue)]
+        hits = Counter(label: "lmdbcache_hits_total", dimensions: dimensions)
+        misses = Counter(label: "lmdbcache_misses_total", dimensions: dimensions)
+        removals = RemovalReason.allCases.map {
+            Counter(label: "lmdbcache_removals_total", dimensions: dimensions + [("reason", $0.rawValue)])
+        }
+        entries = Meter(label: "lmdbcache_entries", dimensions: dimensions)
+        cost = Meter(label: "lmdbcache_cost", dimensions: dimensions)
+    }
+}
+
+/// Counts of one tier, as ``MemoryCache/statistics`` and ``CacheStatistics`` report them.
+public struct TierStatistics: Sendable, Equatable {
+    /// Lookups that found a live entry.
+    public var hits = 0
+    /// Lookups that found nothing, or an expired or idle entry.
+    public var misses = 0
+    /// Entries removed from the tier, by reason (reasons with none are absent).
+    public var removals: [RemovalReason: Int] = [:]
+
+    /// Counts starting at zero.
+    public init() {}
+
+    /// Hits over lookups; 0 when there were none.
+    public var hitRatio: Double {
+        hits + misses == 0 ? 0 : Double(hits) / Double(hits + misses)
+    }
+
+    /// Removals for every reason but ``RemovalReason/explicit`` and ``RemovalReason/replaced``.
+    public var evictions: Int {
+        removals.filter { $0.key != .explicit && $0.key != .replaced }.values.reduce(0, +)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+extension MemoryCache {
+    /// Limits and settings of a memory cache. `nil` means no limit.
+    public struct Configuration: Sendable {
+        /// Most entries kept. Holds after every insert.
+        public var countLimit: Int?
+        /// Most total cost kept (the cost given on insert, else the ``weigher``'s, else 0).
+        /// Holds after every insert.
+        public var costLimit: Int?
+        /// Entries not read or written for this long are gone (YYCache's meaning): never returned,
+        /// evicted on the next insert into their shard or by trimming.
+        public var ageLimit: Duration?
+        /// How often the trimming scheduler checks the limits (YYMemoryCache's default: 5 s).
+        public var autoTrimInterval: Duration
+        /// The cost of a value inserted without one, e.g. `{ $0.count }` for arrays.
+        public var weigher: (@Sendable (Value) -> Int)?
+        /// Number of independently locked shards, rounded up to a power of two; nil chooses one
+        /// from the core count and the limits (see ``shardCount``).
+        public var shards: Int?
+        /// The time source for expiry and age.
+        public var clock: CacheClock = .system
+
+        /// A configuration with the given limits and defaults for everything else.
+        public init(
+            countLimit: Int? = nil, costLimit: Int? = nil, ageLimit: Duration? = nil,
+            autoTrimInterval: Duration = .seconds(5), weigher: (@Sendable (Value) -> Int)? = nil
+        ) {
+            self.countLimit = countLimit
+            self.costLimit = costLimit
+            self.ageLimit = ageLimit
+            self.autoTrimInterval = autoTrimInterval
+            self.weigher = weigher
+        }
+
+        /// The number of shards the cache uses.
+        ///
+        /// By default eight per core (a power of two, at most 256), halved while a shard's share
+        /// would fall below 64 entries of the count limit or 512 KiB of the cost limit (RocksDB's
+        /// minimum shard size), so small caches keep a useful LRU per shard. Each shard holds an
+        /// equal share of each limit and evicts its own least recently used entries.
+        public var shardCount: Int {
+            if let shards { return Self.powerOfTwo(atLeast: max(1, min(shards, 1 << 16))) }
+            var count = min(Self.powerOfTwo(atLeast: ProcessInfo.processInfo.activeProcessorCount * 8), 256)
+            while count > 1,
+                (countLimit.map { $0 / count < 64 } ?? false) || (costLimit.map { $0 / count < 512 << 10 } ?? false)
+            {
+                count /= 2
+            }
+            return count
+        }
+
+        /// Shard `index`'s share of `limit`: equal parts, the remainder going to the first shards,
+        /// so the shares add up to the limit exactly.
+        static func share(of limit: Int?, shard index: Int, of count: Int) -> Int? {
+            guard let limit else { return nil }
+            let total = max(0, limit)
+            return total / count + (index < total % count ? 1 : 0)
+        }
+
+        static func powerOfTwo(atLeast value: Int) -> Int {
+            var result = 1
+            while result < value { result <<= 1 }
+            return result
+        }
+    }
+}

@@ -1,0 +1,277 @@
+import Metrics
+
+/// An in-memory least-recently-used cache with count, cost, age and per-entry expiry limits.
+///
+/// Entries are spread over a power-of-two number of shards by their key's hash, each behind its
+/// own lock with its own hash index and LRU list, so threads working on different keys rarely
+/// wait for each other. Each shard holds an equal share of the limits and evicts its own least
+/// recently used entries; every limit holds after every insert. Removed values are released, and
+/// the removal listener called, after the shard's lock is dropped.
+///
+/// ```swift
+/// let hot = MemoryCache<Int, [UInt8]>(configuration: .init(countLimit: 1_000))
+/// hot.insert([1, 2, 3], forKey: 7, cost: 3)
+/// let bytes = hot[7]
+/// ```
+///
+/// Safe to use from any thread or task.
+public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    /// Called once for every entry that leaves the cache, on the thread that removed it, after
+    /// the cache's locks are released (it may call back into the cache).
+    public typealias RemovalListener = @Sendable (CacheRemoval<Key, Value>) -> Void
+
+    /// The configuration the cache was created with.
+    public let configuration: Configuration
+    private let shards: [Locked<LRUShard<Key, Value>>]
+    /// Shifts a hash's top bits down to a shard index.
+    private let shardShift: Int
+    private let clock: CacheClock
+    private let weigher: (@Sendable (Value) -> Int)?
+    private let listener: RemovalListener?
+    private let metrics: TierMetrics?
+
+    /// An empty cache.
+    ///
+    /// - Parameter removalListener: called with each entry that leaves the cache and why.
+    public convenience init(configuration: Configuration = .init(), removalListener: RemovalListener? = nil) {
+        self.init(configuration: configuration, removalListener: removalListener, metrics: nil)
+    }
+
+    init(configuration: Configuration, removalListener: RemovalListener?, metrics: TierMetrics?) {
+        self.configuration = configuration
+        let count = configuration.shardCount
+        shards = (0..<count).map { index in
+            Locked(
+                LRUShard(
+                    limits: .init(
+                        count: Configuration.share(of: configuration.countLimit, shard: index, of: count),
+                        cost: Configuration.share(of: configuration.costLimit, shard: index, of: count),
+                        age: configuration.ageLimit?.milliseconds)))
+        }
+        shardShift = Int.bitWidth - count.trailingZeroBitCount
+        clock = configuration.clock
+        weigher = configuration.weigher
+        listener = removalListener
+        self.metrics = metrics
+    }
+
+    // MARK: Values
+
+    /// The live value for `key`, which becomes the most recently used entry; nil when there is
+    /// none or it expired or sat idle past the age limit.
+    ///
+    /// - Complexity: O(1) expected. A hit allocates nothing.
+    public func value(forKey key: Key) -> Value? {
+        lookUp(key).value
+    }
+
+    /// Stores `value` under `key` as the most recently used entry, replacing any value there, then
+    /// evicts least recently used entries until every limit holds.
+    ///
+    /// - Parameters:
+    ///   - cost: counted against ``Configuration/costLimit``; nil uses the configured weigher, else 0.
+    ///   - expiresAfter: the entry is never returned after this long, read or not (PINCache's TTL).
+    /// - Complexity: O(1) expected, plus O(1) per entry evicted.
+    public func insert(_ value: Value, forKey key: Key, cost: Int? = nil, expiresAfter: Duration? = nil) {
+        let now = clock.milliseconds
+        insert(value, forKey: key, cost: cost, expires: expiresAfter.map { Self.deadline(now, $0) } ?? 0, now: now)
+    }
+
+    /// Inserts with an absolute expiry (milliseconds since 1970, 0 for none); with `ifGeneration`,
+    /// only when the key's shard has seen no insert or removal since ``lookUp(_:)`` returned it.
+    func insert(
+        _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, now: UInt64, ifGeneration: UInt64? = nil
+    ) {
+        let hash = key.hashValue
+        let cost = max(0, cost ?? weigher?(value) ?? 0)
+        var removed = RemovedEntries<Key, Value>()
+        let report = shard(hash).withLock { shard -> ShardReport? in
+            if let ifGeneration, shard.generation != ifGeneration { return nil }
+            shard.insert(
+                value, forKey: key, tag: SlotTable.tag(hash), cost: cost, expires: expires, now: now, removed: &removed)
+            return metrics == nil ? nil : shard.takeReport(force: false)
+        }
+        finish(removed, report)
+    }
+
+    /// ``value(forKey:)``, also returning the generation of the key's shard for a later
+    /// conditional ``insert(_:forKey:cost:expires:now:ifGeneration:)``.
+    func lookUp(_ key: Key) -> (value: Value?, generation: UInt64) {
+        let hash = key.hashValue
+        let now = clock.milliseconds
+        var removed = RemovedEntries<Key, Value>()
+        let (value, generation, report) = shard(hash).withLock { shard in
+            let value = shard.value(forKey: key, tag: SlotTable.tag(hash), now: now, removed: &removed)
+            return (value, shard.generation, metrics == nil ? nil : shard.takeReport(force: false))
+        }
+        finish(removed, report)
+        return (value, generation)
+    }
+
+    /// The current time by the cache's clock, in milliseconds since 1970.
+    var now: UInt64 { clock.milliseconds }
+
+    /// The live value for `key` on get; on set, inserts with the default cost and no expiry, or
+    /// removes the entry when set to nil.
+    public subscript(key: Key) -> Value? {
+        get { value(forKey: key) }
+        set {
+            if let newValue { insert(newValue, forKey: key) } else { removeValue(forKey: key) }
+        }
+    }
+
+    /// Removes the entry for `key`; returns its value, if there was one.
+    @discardableResult
+    public func removeValue(forKey key: Key) -> Value? {
+        let hash = key.hashValue
+        var removed = RemovedEntries<Key, Value>()
+        let (value, report) = shard(hash).withLock { shard in
+            let value = shard.removeValue(forKey: key, tag: SlotTable.tag(hash), removed: &removed)
+            return (value, metrics == nil ? nil : shard.takeReport(force: false))
+        }
+        finish(removed, report)
+        return value
+    }
+
+    /// True when a live entry is stored for `key`. Not an access: LRU order is unchanged.
+    public func contains(_ key: Key) -> Bool {
+        let hash = key.hashValue
+        let now = clock.milliseconds
+        return shard(hash).withLock { $0.contains(key, tag: SlotTable.tag(hash), now: now) }
+    }
+
+    /// Removes every entry.
+    public func removeAll() {
+        forEachShard { shard, removed in shard.removeAll(removed: &removed) }
+    }
+
+    // MARK: Trimming
+
+    /// Removes expired entries, then least recently used ones until at most `count` remain.
+    ///
+    /// Each shard keeps at most its share of `count`.
+    /// - Complexity: O(n) for the expiry scan, plus O(1) per removal.
+    public func trim(toCount count: Int) {
+        let shardCount = shards.count
+        forEachShard(now: clock.milliseconds) { shard, index, now, removed in
+            shard.trim(
+                count: Configuration.share(of: count, shard: index, of: shardCount), cost: nil, accessedBefore: nil,
+                now: now, removed: &removed)
+        }
+    }
+
+    /// Removes expired entries, then least recently used ones until the total cost is at most
+    /// `cost`. Each shard keeps at most its share of `cost`.
+    /// - Complexity: O(n) for the expiry scan, plus O(1) per removal.
+    public func trim(toCost cost: Int) {
+        let shardCount = shards.count
+        forEachShard(now: clock.milliseconds) { shard, index, now, removed in
+            shard.trim(
+                count: nil, cost: Configuration.share(of: cost, shard: index, of: shardCount), accessedBefore: nil,
+                now: now, removed: &removed)
+        }
+    }
+
+    /// Removes expired entries and those not read or written for `age` or longer.
+    /// - Complexity: O(n) for the expiry scan, plus O(1) per removal.
+    public func trim(toAge age: Duration) {
+        let now = clock.milliseconds
+        let cutoff = now >= age.milliseconds ? now - age.milliseconds : 0
+        forEachShard(now: now) { shard, _, now, removed in
+            shard.trim(count: nil, cost: nil, accessedBefore: cutoff, now: now, removed: &removed)
+        }
+    }
+
+    /// Removes every entry whose expiry has passed.
+    /// - Complexity: O(n).
+    public func removeExpired() {
+        forEachShard(now: clock.milliseconds) { shard, _, now, removed in
+            shard.removeExpired(now: now, removed: &removed)
+        }
+    }
+
+    // MARK: Totals
+
+    /// The number of entries, expired ones not yet removed included.
+    public var totalCount: Int {
+        shards.reduce(0) { total, shard in total + shard.withLock { $0.count } }
+    }
+
+    /// The total cost of the entries, expired ones not yet removed included.
+    public var totalCost: Int {
+        shards.reduce(0) { total, shard in total + shard.withLock { $0.cost } }
+    }
+
+    /// Hits, misses and removals by reason since the cache was created.
+    public var statistics: TierStatistics {
+        var result = TierStatistics()
+        var removals = [Int](repeating: 0, count: RemovalReason.allCases.count)
+        for shard in shards {
+            let report = shard.withLock { shard in
+                let statistics = shard.statistics
+                result.hits += statistics.hits
+                result.misses += statistics.misses
+                for index in removals.indices { removals[index] += statistics.removals[index] }
+                return metrics == nil ? nil : shard.takeReport(force: true)
+            }
+            finish(RemovedEntries(), report)
+        }
+        for reason in RemovalReason.allCases where removals[reason.index] > 0 {
+            result.removals[reason] = removals[reason.index]
+        }
+        return result
+    }
+
+    // MARK: Internals
+
+    @inline(__always)
+    private func shard(_ hash: Int) -> Locked<LRUShard<Key, Value>> {
+        shards[Int(truncatingIfNeeded: UInt(bitPattern: hash) >> UInt(shardShift))]
+    }
+
+    private func forEachShard(_ body: (inout LRUShard<Key, Value>, inout RemovedEntries<Key, Value>) -> Void) {
+        forEachShard(now: 0) { shard, _, _, removed in body(&shard, &removed) }
+    }
+
+    /// Runs `body` on each shard in turn, one lock at a time, finishing each shard's removals
+    /// after its lock is dropped.
+    private func forEachShard(
+        now: UInt64, _ body: (inout LRUShard<Key, Value>, Int, UInt64, inout RemovedEntries<Key, Value>) -> Void
+    ) {
+        for (index, shard) in shards.enumerated() {
+            var removed = RemovedEntries<Key, Value>()
+            let report = shard.withLock { shard in
+                body(&shard, index, now, &removed)
+                return metrics == nil ? nil : shard.takeReport(force: true)
+            }
+            finish(removed, report)
+        }
+    }
+
+    /// Outside any lock: tells the listener and metrics of removals and releases removed values.
+    @inline(__always)
+    private func finish(_ removed: consuming RemovedEntries<Key, Value>, _ report: ShardReport?) {
+        if !removed.isEmpty {
+            removed.forEach { key, value, reason in
+                metrics?.removals[reason.index].increment()
+                listener?(CacheRemoval(key: key, value: value, reason: reason, tier: .memory))
+            }
+        }
+        if let report, let metrics {
+            if report.hits > 0 { metrics.hits.increment(by: Int64(report.hits)) }
+            if report.misses > 0 { metrics.misses.increment(by: Int64(report.misses)) }
+            Self.add(report.count, to: metrics.entries)
+            Self.add(report.cost, to: metrics.cost)
+        }
+    }
+
+    private static func add(_ delta: Int, to meter: Meter) {
+        if delta > 0 { meter.increment(by: Double(delta)) } else if delta < 0 { meter.decrement(by: Double(-delta)) }
+    }
+
+    /// `now` plus `duration` in milliseconds, saturating.
+    static func deadline(_ now: UInt64, _ duration: Duration) -> UInt64 {
+        let (sum, overflow) = now.addingReportingOverflow(duration.milliseconds)
+        return overflow ? .max : sum
+    }
+}
