@@ -57,6 +57,11 @@ let package = Package(
             name: "LMDBCacheTests",
             dependencies: ["LMDBCache", "CacheTestSupport"]
         ),
+        // Concurrency stress over both tiers; CI runs it again under ThreadSanitizer.
+        .testTarget(
+            name: "LMDBCacheStressTests",
+            dependencies: ["LMDBCache"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -35,7 +35,7 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 if outcome.cancelled {
                     waiter.resume(throwing: CancellationError())
                 } else if outcome.start {
-                    Task { await self.finish(key, with: await run()) }
+                    Task { self.finish(key, with: await run()) }
                 }
             }
         } onCancel: {
@@ -44,9 +44,9 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    /// Keys with a load under way.
-    var loadingCount: Int {
-        state.withLock { $0.flights.count }
+    /// Callers waiting for `key`'s load (tests wait for them to gather).
+    func waiterCount(forKey key: Key) -> Int {
+        state.withLock { $0.flights[key]?.count ?? 0 }
     }
 
     private func finish(_ key: Key, with result: Result<Value, any Error>) {

@@ -87,6 +87,13 @@ struct LRUShard<Key: Hashable, Value> {
     ) {
         statistics.unreported += 1
         generation &+= 1
+        if let limit = limits.cost, cost > limit {
+            // It could never stay: it replaces the old value and goes at once, evicting nothing else.
+            if let index = find(key, tag: tag) { removed.append(remove(index, reason: .replaced)) }
+            statistics.removals[RemovalReason.cost.index] += 1
+            removed.append((key, value, .cost))
+            return
+        }
         if let index = find(key, tag: tag) {
             let i = Int(index)
             let old = nodes[i].value!
