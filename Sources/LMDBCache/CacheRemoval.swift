@@ -16,6 +16,7 @@ public enum RemovalReason: String, Sendable, CaseIterable, Hashable {
     case freeSpace
 
     /// Index into fixed per-reason counters.
+    @inlinable
     var index: Int {
         switch self {
         case .explicit: 0

@@ -18,7 +18,8 @@ struct Machine: Codable, Sendable {
             architecture: architecture,
             cpuModel: field("model name", in: "/proc/cpuinfo") ?? "unknown",
             operatingSystem: field("PRETTY_NAME", in: "/etc/os-release", separator: "=")?
-                .trimmingCharacters(in: CharacterSet(charactersIn: "\"")) ?? ProcessInfo.processInfo.operatingSystemVersionString
+                .trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                ?? ProcessInfo.processInfo.operatingSystemVersionString
         )
     }
 

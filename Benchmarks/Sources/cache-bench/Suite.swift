@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// A family of measurements run together: `memory` now; `disk`, `tiered` and `hitrate` later,
-/// each with its own kind of ``System``-like peers.
+/// each with its own protocol for the systems it compares (``MemorySystem`` for memory).
 protocol Suite {
     /// The name `--suite` selects it by.
     var name: String { get }
@@ -49,6 +49,10 @@ struct ResultRow: Codable, Sendable {
     var p99Nanos: Double
     /// This system's median throughput over the reference system's (LMDBCache) in the same cell.
     var ratioToReference: Double?
+    /// Gets that found no value, over all repeats (each get is of a key that was inserted).
+    var misses: Int
+    /// Operations over all repeats.
+    var operations: Int
 }
 
 // MARK: - Timing

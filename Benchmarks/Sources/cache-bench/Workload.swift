@@ -1,8 +1,8 @@
 import Foundation
 
-/// Keys, the shared value, and the pre-generated key sequences every system is driven with.
-///
-/// Everything here is built before any timing starts, so a measured loop only indexes arrays.
+// Keys, the shared value, and the pre-generated key sequences every system is driven with.
+//
+// Everything here is built before any timing starts, so a measured loop only indexes arrays.
 
 /// SplitMix64 (Steele, Lea and Flood): small, fast and deterministic, so every run and every
 /// system sees the same sequences.
@@ -83,16 +83,18 @@ struct ZipfSampler {
     }
 }
 
-/// The data set of a memory-suite run: `entryCount` keys `"key-0"`, `"key-1"`, ..., one shared
-/// 100-byte value, and for each distribution one key-index sequence per thread.
+/// The data set of a memory-suite run: `entryCount` keys `"key-0"`, `"key-1"`, ..., a 100-byte
+/// value of its own for each, and for each distribution one key-index sequence per thread.
 struct Workload: Sendable {
     let entryCount: Int
     /// Measured operations per run, split evenly over the run's threads.
     let operationsPerRun: Int
     let keys: [String]
-    /// One array instance stored under every key: storing or returning it costs a retain/release,
-    /// never a copy of the bytes.
-    let value: [UInt8]
+    /// values[i] is stored under keys[i]: distinct arrays, as a service's values are, so that
+    /// threads returning different entries do not contend for one reference count (one shared
+    /// array made every system's second thread slower than its first). Storing or returning one
+    /// costs a retain/release, never a copy of the bytes.
+    let values: [[UInt8]]
     /// sequences[distribution][thread]: indices into `keys`, `operationsPerRun` long each (a run
     /// with t threads gives each thread the first `operationsPerRun / t` of its own sequence).
     let sequences: [Distribution: [[Int32]]]
@@ -103,7 +105,9 @@ struct Workload: Sendable {
         self.entryCount = entryCount
         self.operationsPerRun = operationsPerRun
         keys = (0..<entryCount).map { "key-\($0)" }
-        value = (0..<100).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        values = (0..<entryCount).map { entry in
+            (0..<100).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ entry) }
+        }
         let zipf = ZipfSampler(count: entryCount, exponent: Distribution.zipfExponent, seed: seed)
         zipfTopPercentShare = zipf.share(ofTop: max(1, entryCount / 100))
         var sequences: [Distribution: [[Int32]]] = [:]

@@ -60,7 +60,8 @@ print("cache-bench\(options.quick ? " --quick" : ""): \(machine.description)")
 let started = Date()
 
 func log(_ line: String) {
-    FileHandle.standardError.write(Data("[\(String(format: "%6.1f", Date().timeIntervalSince(started))) s] \(line)\n".utf8))
+    FileHandle.standardError.write(
+        Data("[\(String(format: "%6.1f", Date().timeIntervalSince(started))) s] \(line)\n".utf8))
 }
 
 var reports: [SuiteReport] = []

@@ -4,7 +4,8 @@ extension Cache {
     /// The limits of both tiers and how values are encoded for the disk.
     public struct Configuration: Sendable {
         /// The memory tier's limits. Its cost of an entry is the cost given on insert, else the
-        /// weigher's, else the size of the encoded value.
+        /// weigher's, else the size of the encoded value (0 in a memory-only cache, which does not
+        /// encode).
         public var memory: MemoryCache<Key, Value>.Configuration
         /// The disk tier's limits and durability. Unused by a memory-only cache.
         public var disk: DiskCache.Configuration

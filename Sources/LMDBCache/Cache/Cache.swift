@@ -101,9 +101,17 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// The live value for `key`: from memory, else from disk (then promoted to memory); nil when
     /// neither tier has one, it expired, or the cache is closed.
+    @inlinable
     public func value(forKey key: Key) -> Value? {
         let (value, generation) = memory.lookUp(key)
         if let value { return value }
+        return diskValue(forKey: key, generation: generation)
+    }
+
+    /// The disk tier's value for a key the memory tier missed, promoted unless the key's shard
+    /// moved past `generation`.
+    @usableFromInline
+    func diskValue(forKey key: Key, generation: UInt64) -> Value? {
         guard let disk, !isClosed.value else { return nil }
         let bytes = key.cacheKeyBytes
         let entry: (value: [UInt8], expires: UInt64)?

@@ -9,19 +9,15 @@ final class Locked<Value>: @unchecked Sendable {
     private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    /// Each mutex gets cache lines of its own, so the memory tier's shards do not share one.
-    private static var mutexBytes: Int { (MemoryLayout<pthread_mutex_t>.size + 63) / 64 * 64 }
-
     init(_ value: Value) {
         self.value = value
-        mutex = UnsafeMutableRawPointer.allocate(byteCount: Self.mutexBytes, alignment: 64)
-            .bindMemory(to: pthread_mutex_t.self, capacity: 1)
+        mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
     }
 
     deinit {
         pthread_mutex_destroy(mutex)
-        UnsafeMutableRawPointer(mutex).deallocate()
+        mutex.deallocate()
     }
 
     /// Runs `body` with the value while holding the lock.

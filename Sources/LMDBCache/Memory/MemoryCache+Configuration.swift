@@ -11,7 +11,8 @@ extension MemoryCache {
         /// Entries not read or written for this long are gone (YYCache's meaning): never returned,
         /// evicted on the next insert into their shard or by trimming.
         public var ageLimit: Duration?
-        /// How often the trimming scheduler checks the limits (YYMemoryCache's default: 5 s).
+        /// How often the trimming scheduler removes expired and idle entries (YYMemoryCache's
+        /// default: 5 s). Count and cost need no scheduler: they hold after every insert.
         public var autoTrimInterval: Duration
         /// The cost of a value inserted without one, e.g. `{ $0.count }` for arrays.
         public var weigher: (@Sendable (Value) -> Int)?

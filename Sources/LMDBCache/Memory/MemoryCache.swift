@@ -22,13 +22,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// The configuration the cache was created with.
     public let configuration: Configuration
-    private let shards: [Locked<LRUShard<Key, Value>>]
+    @usableFromInline let shards: ShardArray<Key, Value>
     /// Shifts a hash's top bits down to a shard index.
-    private let shardShift: Int
-    private let clock: CacheClock
-    private let weigher: (@Sendable (Value) -> Int)?
-    private let listener: RemovalListener?
-    private let metrics: TierMetrics?
+    @usableFromInline let shardShift: Int
+    @usableFromInline let clock: CacheClock
+    @usableFromInline let weigher: (@Sendable (Value) -> Int)?
+    @usableFromInline let listener: RemovalListener?
+    @usableFromInline let metrics: TierMetrics?
 
     /// An empty cache.
     ///
@@ -40,19 +40,23 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     init(configuration: Configuration, removalListener: RemovalListener?, metrics: TierMetrics?) {
         self.configuration = configuration
         let count = configuration.shardCount
-        shards = (0..<count).map { index in
-            Locked(
+        shards = ShardArray(
+            (0..<count).map { index in
                 LRUShard(
                     limits: .init(
                         count: Configuration.share(of: configuration.countLimit, shard: index, of: count),
                         cost: Configuration.share(of: configuration.costLimit, shard: index, of: count),
-                        age: configuration.ageLimit?.milliseconds)))
-        }
+                        age: configuration.ageLimit?.milliseconds))
+            })
         shardShift = Int.bitWidth - count.trailingZeroBitCount
         clock = configuration.clock
         weigher = configuration.weigher
         listener = removalListener
         self.metrics = metrics
+    }
+
+    deinit {
+        shards.deallocate()
     }
 
     // MARK: Values
@@ -61,6 +65,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// none or it expired or sat idle past the age limit.
     ///
     /// - Complexity: O(1) expected. A hit allocates nothing.
+    @inlinable
     public func value(forKey key: Key) -> Value? {
         lookUp(key).value
     }
@@ -72,6 +77,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///   - cost: counted against ``Configuration/costLimit``; nil uses the configured weigher, else 0.
     ///   - expiresAfter: the entry is never returned after this long, read or not (PINCache's TTL).
     /// - Complexity: O(1) expected, plus O(1) per entry evicted.
+    @inlinable
     public func insert(_ value: Value, forKey key: Key, cost: Int? = nil, expiresAfter: Duration? = nil) {
         let now = clock.milliseconds
         insert(value, forKey: key, cost: cost, expires: expiresAfter.map { Self.deadline(now, $0) } ?? 0, now: now)
@@ -79,13 +85,14 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// Inserts with an absolute expiry (milliseconds since 1970, 0 for none); with `ifGeneration`,
     /// only when the key's shard has seen no insert or removal since ``lookUp(_:)`` returned it.
+    @inlinable
     func insert(
         _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, now: UInt64, ifGeneration: UInt64? = nil
     ) {
         let hash = key.hashValue
         let cost = max(0, cost ?? weigher?(value) ?? 0)
         var removed = RemovedEntries<Key, Value>()
-        let report = shard(hash).withLock { shard -> ShardReport? in
+        let report = shards.withLock(at: shardIndex(hash)) { shard -> ShardReport? in
             if let ifGeneration, shard.generation != ifGeneration { return nil }
             shard.insert(
                 value, forKey: key, tag: SlotTable.tag(hash), cost: cost, expires: expires, now: now, removed: &removed)
@@ -96,11 +103,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// ``value(forKey:)``, also returning the generation of the key's shard for a later
     /// conditional ``insert(_:forKey:cost:expires:now:ifGeneration:)``.
+    @inlinable
     func lookUp(_ key: Key) -> (value: Value?, generation: UInt64) {
         let hash = key.hashValue
         let now = clock.milliseconds
         var removed = RemovedEntries<Key, Value>()
-        let (value, generation, report) = shard(hash).withLock { shard in
+        let (value, generation, report) = shards.withLock(at: shardIndex(hash)) { shard in
             let value = shard.value(forKey: key, tag: SlotTable.tag(hash), now: now, removed: &removed)
             return (value, shard.generation, metrics == nil ? nil : shard.takeReport(force: false))
         }
@@ -109,10 +117,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     /// The current time by the cache's clock, in milliseconds since 1970.
+    @inlinable
     var now: UInt64 { clock.milliseconds }
 
     /// The live value for `key` on get; on set, inserts with the default cost and no expiry, or
     /// removes the entry when set to nil.
+    @inlinable
     public subscript(key: Key) -> Value? {
         get { value(forKey: key) }
         set {
@@ -122,10 +132,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// Removes the entry for `key`; returns its value, if there was one.
     @discardableResult
+    @inlinable
     public func removeValue(forKey key: Key) -> Value? {
         let hash = key.hashValue
         var removed = RemovedEntries<Key, Value>()
-        let (value, report) = shard(hash).withLock { shard in
+        let (value, report) = shards.withLock(at: shardIndex(hash)) { shard in
             let value = shard.removeValue(forKey: key, tag: SlotTable.tag(hash), removed: &removed)
             return (value, metrics == nil ? nil : shard.takeReport(force: false))
         }
@@ -134,10 +145,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     /// True when a live entry is stored for `key`. Not an access: LRU order is unchanged.
+    @inlinable
     public func contains(_ key: Key) -> Bool {
         let hash = key.hashValue
         let now = clock.milliseconds
-        return shard(hash).withLock { $0.contains(key, tag: SlotTable.tag(hash), now: now) }
+        return shards.withLock(at: shardIndex(hash)) { $0.contains(key, tag: SlotTable.tag(hash), now: now) }
     }
 
     /// Removes every entry.
@@ -194,20 +206,20 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// The number of entries, expired ones not yet removed included.
     public var totalCount: Int {
-        shards.reduce(0) { total, shard in total + shard.withLock { $0.count } }
+        (0..<shards.count).reduce(0) { total, index in total + shards.withLock(at: index) { $0.count } }
     }
 
     /// The total cost of the entries, expired ones not yet removed included.
     public var totalCost: Int {
-        shards.reduce(0) { total, shard in total + shard.withLock { $0.cost } }
+        (0..<shards.count).reduce(0) { total, index in total + shards.withLock(at: index) { $0.cost } }
     }
 
     /// Hits, misses and removals by reason since the cache was created.
     public var statistics: TierStatistics {
         var result = TierStatistics()
         var removals = [Int](repeating: 0, count: RemovalReason.allCases.count)
-        for shard in shards {
-            let report = shard.withLock { shard in
+        for index in 0..<shards.count {
+            let report = shards.withLock(at: index) { shard in
                 let statistics = shard.statistics
                 result.hits += statistics.hits
                 result.misses += statistics.misses
@@ -224,9 +236,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     // MARK: Internals
 
-    @inline(__always)
-    private func shard(_ hash: Int) -> Locked<LRUShard<Key, Value>> {
-        shards[Int(truncatingIfNeeded: UInt(bitPattern: hash) >> UInt(shardShift))]
+    @inlinable @inline(__always)
+    func shardIndex(_ hash: Int) -> Int {
+        Int(truncatingIfNeeded: UInt(bitPattern: hash) >> UInt(shardShift))
     }
 
     private func forEachShard(_ body: (inout LRUShard<Key, Value>, inout RemovedEntries<Key, Value>) -> Void) {
@@ -238,9 +250,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     private func forEachShard(
         now: UInt64, _ body: (inout LRUShard<Key, Value>, Int, UInt64, inout RemovedEntries<Key, Value>) -> Void
     ) {
-        for (index, shard) in shards.enumerated() {
+        for index in 0..<shards.count {
             var removed = RemovedEntries<Key, Value>()
-            let report = shard.withLock { shard in
+            let report = shards.withLock(at: index) { shard in
                 body(&shard, index, now, &removed)
                 return metrics == nil ? nil : shard.takeReport(force: true)
             }
@@ -249,27 +261,22 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     /// Outside any lock: tells the listener and metrics of removals and releases removed values.
-    @inline(__always)
-    private func finish(_ removed: consuming RemovedEntries<Key, Value>, _ report: ShardReport?) {
-        if !removed.isEmpty {
-            removed.forEach { key, value, reason in
-                metrics?.removals[reason.index].increment()
-                listener?(CacheRemoval(key: key, value: value, reason: reason, tier: .memory))
-            }
-        }
-        if let report, let metrics {
-            if report.hits > 0 { metrics.hits.increment(by: Int64(report.hits)) }
-            if report.misses > 0 { metrics.misses.increment(by: Int64(report.misses)) }
-            Self.add(report.count, to: metrics.entries)
-            Self.add(report.cost, to: metrics.cost)
-        }
+    @inlinable @inline(__always)
+    func finish(_ removed: consuming RemovedEntries<Key, Value>, _ report: ShardReport?) {
+        if !removed.isEmpty || report != nil { deliver(removed, report) }
     }
 
-    private static func add(_ delta: Int, to meter: Meter) {
-        if delta > 0 { meter.increment(by: Double(delta)) } else if delta < 0 { meter.decrement(by: Double(-delta)) }
+    @inlinable
+    func deliver(_ removed: consuming RemovedEntries<Key, Value>, _ report: ShardReport?) {
+        removed.forEach { key, value, reason in
+            metrics?.count(reason)
+            listener?(CacheRemoval(key: key, value: value, reason: reason, tier: .memory))
+        }
+        if let report { metrics?.record(report) }
     }
 
     /// `now` plus `duration` in milliseconds, saturating.
+    @inlinable
     static func deadline(_ now: UInt64, _ duration: Duration) -> UInt64 {
         let (sum, overflow) = now.addingReportingOverflow(duration.milliseconds)
         return overflow ? .max : sum

@@ -5,20 +5,22 @@
 /// plus one; zero is an empty slot. The tag both places an entry (`tag & mask` is its home slot,
 /// so growing never rehashes a key) and filters probes, so a lookup reads a node only when the tag
 /// matches. Removal shifts later entries back (no tombstones). The table stays at most half full.
+@usableFromInline
 struct SlotTable {
-    private var slots: [UInt64]
-    private var mask: Int
-    private(set) var count = 0
+    @usableFromInline var slots: [UInt64]
+    @usableFromInline var mask: Int
+    @usableFromInline var count = 0
 
-    private static let minimumCapacity = 16
+    @usableFromInline static let minimumCapacity = 16
 
+    @inlinable
     init() {
         slots = Array(repeating: 0, count: Self.minimumCapacity)
         mask = Self.minimumCapacity - 1
     }
 
     /// The tag of a hash.
-    @inline(__always)
+    @inlinable @inline(__always)
     static func tag(_ hash: Int) -> UInt32 {
         UInt32(truncatingIfNeeded: hash)
     }
@@ -26,7 +28,7 @@ struct SlotTable {
     /// The node whose tag is `tag` and that `isMatch` accepts.
     ///
     /// - Complexity: O(1) expected.
-    @inline(__always)
+    @inlinable @inline(__always)
     func find(tag: UInt32, _ isMatch: (Int32) -> Bool) -> Int32? {
         var slot = Int(tag) & mask
         while true {
@@ -41,6 +43,7 @@ struct SlotTable {
     }
 
     /// Adds `node` under `tag`; the caller has checked that no node for its key is present.
+    @inlinable
     mutating func insert(tag: UInt32, node: Int32) {
         if (count + 1) * 2 > slots.count { resize(to: slots.count * 2) }
         place(Self.entry(tag: tag, node: node))
@@ -48,6 +51,7 @@ struct SlotTable {
     }
 
     /// Removes `node`, stored under `tag`.
+    @inlinable
     mutating func remove(tag: UInt32, node: Int32) {
         let entry = Self.entry(tag: tag, node: node)
         var hole = Int(tag) & mask
@@ -70,21 +74,25 @@ struct SlotTable {
     }
 
     /// Empties the table and gives its memory back.
+    @inlinable
     mutating func removeAll() {
         self = SlotTable()
     }
 
-    private static func entry(tag: UInt32, node: Int32) -> UInt64 {
+    @inlinable
+    static func entry(tag: UInt32, node: Int32) -> UInt64 {
         UInt64(tag) << 32 | UInt64(UInt32(bitPattern: node &+ 1))
     }
 
-    private mutating func place(_ entry: UInt64) {
+    @inlinable
+    mutating func place(_ entry: UInt64) {
         var slot = Int(truncatingIfNeeded: entry >> 32) & mask
         while slots[slot] != 0 { slot = (slot + 1) & mask }
         slots[slot] = entry
     }
 
-    private mutating func resize(to capacity: Int) {
+    @inlinable
+    mutating func resize(to capacity: Int) {
         let old = slots
         slots = Array(repeating: 0, count: capacity)
         mask = capacity - 1
