@@ -283,7 +283,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         }
     }
 
-    /// Flushes, then closes the cache and empties its memory tier. Later calls do nothing and
+    /// Flushes, then closes the cache and empties its memory tier (the listener is not told:
+    /// nothing was removed from the cache's data). Later calls do nothing and
     /// return nil, or throw ``CacheError/closed`` where they throw. Calling it again does nothing.
     public func close() {
         guard isClosed.set() else { return }
@@ -292,7 +293,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             disk.store.stopObservingEvictions(evictionToken)
         }
         disk?.close()
-        memory.removeAll()
+        memory.discardAll()
     }
 
     var isClosedForLoading: Bool { isClosed.value }

@@ -157,6 +157,16 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         forEachShard { shard, removed in shard.removeAll(removed: &removed) }
     }
 
+    /// Releases every entry without telling the listener: the two-tier cache's `close()`, which
+    /// is not a removal of the cached data.
+    func discardAll() {
+        for index in 0..<shards.count {
+            var removed = RemovedEntries<Key, Value>()
+            shards.withLock(at: index) { $0.removeAll(removed: &removed) }
+            _ = consume removed  // released here, after the lock
+        }
+    }
+
     // MARK: Trimming
 
     /// Removes expired entries, then least recently used ones until at most `count` remain.

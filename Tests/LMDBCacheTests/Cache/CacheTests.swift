@@ -272,6 +272,16 @@ struct CacheTests {
         #expect(cache[3] == nil)
     }
 
+    @Test("closing does not report the memory tier's entries as removed")
+    func closeIsNotARemoval() {
+        let log = RemovalLog<Int, String>()
+        let cache = Cache<Int, String>(memory: .init(countLimit: 10), removalListener: log.listener)
+        cache[1] = "a"
+        cache.close()
+        #expect(log.all.isEmpty)
+        #expect(cache.memory.totalCount == 0)
+    }
+
     @Test("after close, lookups miss, inserts are refused and flush throws closed; nothing crashes")
     func useAfterClose() async throws {
         let dir = TemporaryDirectory()
