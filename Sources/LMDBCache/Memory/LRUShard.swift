@@ -1,9 +1,10 @@
 /// One shard of a ``MemoryCache``: a hash index and a least-recently-used list, guarded by the
 /// shard's lock (the caller holds it for every call).
 ///
-/// Nodes live inline in one array and link to each other by index; freed nodes form a free list.
-/// A hit therefore costs one hash probe and a few integer writes, with no allocation and no
-/// reference counting beyond copying the value out. Removed values are handed back to the caller
+/// Nodes live inline in one array; the LRU list links them by index through a parallel array of
+/// links, and freed nodes form a free list. A hit therefore costs one hash probe and a few integer
+/// writes (none when the node is among the most recently moved, see ``markUsed(_:)``), with no
+/// allocation and no reference counting beyond copying the value out. Removed values are handed back to the caller
 /// in ``RemovedEntries`` so that they are released, and listeners called, after the lock is dropped.
 @usableFromInline
 struct LRUShard<Key: Hashable, Value> {

@@ -29,9 +29,16 @@ struct GetOrLoadTests {
         func open() { gate.open() }
     }
 
-    /// Waits until `condition` holds, yielding between checks.
-    static func waitUntil(_ condition: () -> Bool) async {
-        while !condition() { await Task.yield() }
+    /// Waits until `condition` holds, yielding between checks; records an issue instead of hanging
+    /// when it never does (a broken coalescer never gathers its waiters).
+    static func waitUntil(
+        _ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        for _ in 0..<5_000_000 {
+            if condition() { return }
+            await Task.yield()
+        }
+        Issue.record("the awaited condition never held", sourceLocation: sourceLocation)
     }
 
     @Test("100 concurrent callers of a missing key run the loader once and all get its value")
