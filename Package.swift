@@ -11,6 +11,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -32,6 +33,7 @@ let package = Package(
                 "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // Exercises the disk tier at scale beside raw LMDB + zlib calls (the README's first command
@@ -55,7 +57,10 @@ let package = Package(
         ),
         .testTarget(
             name: "LMDBCacheTests",
-            dependencies: ["LMDBCache", "CacheTestSupport"]
+            dependencies: [
+                "LMDBCache", "CacheTestSupport",
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ]
         ),
         // Concurrency stress over both tiers; CI runs it again under ThreadSanitizer.
         .testTarget(

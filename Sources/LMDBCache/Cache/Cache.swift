@@ -64,7 +64,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         self.counters = counters
         memory = MemoryCache(
             configuration: configuration.memoryWithClock, removalListener: removalListener,
-            metrics: counters.memoryMetrics)
+            metrics: counters.memoryMetrics, logger: logger)
         let disk = try DiskCache(directory: directory, configuration: configuration.diskWithClock, logger: logger)
         self.disk = disk
         evictionToken = disk.store.observeEvictions { evictions in
@@ -88,7 +88,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         listener = removalListener
         counters = CacheCounters(name: "memory")
         memory = MemoryCache(
-            configuration: configuration, removalListener: removalListener, metrics: counters.memoryMetrics)
+            configuration: configuration, removalListener: removalListener, metrics: counters.memoryMetrics,
+            logger: logger)
         disk = nil
         evictionToken = nil
     }
@@ -292,6 +293,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             disk.store.waitForEvictionEvents()
             disk.store.stopObservingEvictions(evictionToken)
         }
+        memory.stopTrimming()
         disk?.close()
         memory.discardAll()
     }

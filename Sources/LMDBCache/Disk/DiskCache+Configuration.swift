@@ -36,6 +36,10 @@ extension DiskCache {
         public var freeSpaceLimit: Int?
         /// How often the trimming scheduler checks the limits (YYDiskCache's default: 60 s).
         public var autoTrimInterval: Duration
+        /// Whether each handle runs its own trimming scheduler (every ``autoTrimInterval``, until
+        /// ``DiskCache/close()``). Set it to false when a ``CacheTrimmingService`` trims instead, or
+        /// when nothing should. Default true.
+        public var automaticTrimming = true
         /// Trimming on write removes entries until count and cost are at this fraction of their
         /// limits, so it does not run on every insert. Default 0.9.
         public var lowWaterMark: Double = 0.9

@@ -25,6 +25,7 @@ public final class DiskCache: Sendable {
     /// Held shared by every call and exclusive by `close()`, so closing waits for running calls.
     private let gate = ReadWriteLock()
     private let isClosed = LockedFlag()
+    private let scheduler = Locked<TrimScheduler?>(nil)
 
     /// Opens (creating when missing, owner-only) the cache in `directory`.
     ///
@@ -44,6 +45,12 @@ public final class DiskCache: Sendable {
             try DiskStore(
                 directory: path, options: configuration.environmentOptions,
                 syncInterval: configuration.durability.syncInterval, logger: logger)
+        }
+        if configuration.automaticTrimming {
+            let scheduler = TrimScheduler(tier: .disk, interval: configuration.autoTrimInterval, logger: logger) {
+                [weak self] in self?.trimPass() ?? 0
+            }
+            self.scheduler.withLock { $0 = scheduler }
         }
     }
 
@@ -216,6 +223,41 @@ public final class DiskCache: Sendable {
         try trim(DiskStore.TrimPlan())
     }
 
+    /// One pass of the trimming scheduler: commits queued writes and buffered access times, then
+    /// removes expired entries, entries idle past the age limit, and, when the count or cost
+    /// limit is passed, least recently used entries down to the low-water mark. Works in
+    /// transactions of at most 256 removals with queued writes committed between them, so writers
+    /// wait for one such transaction at most; readers never wait (LMDB readers do not block on the
+    /// writer). Returns the entries removed; a failure is logged and the pass ends.
+    @discardableResult
+    func trimPass() -> Int {
+        do {
+            return try withStore { store in
+                let now = configuration.clock.milliseconds
+                let totals = try store.totals()
+                let lowWater = limits.lowWater
+                let plan = DiskStore.TrimPlan(
+                    count: configuration.countLimit.flatMap { totals.count > $0 ? Int(Double($0) * lowWater) : nil },
+                    cost: configuration.costLimit.flatMap { totals.bytes > $0 ? Int(Double($0) * lowWater) : nil },
+                    accessedBefore: configuration.ageLimit.map { now > $0.milliseconds ? now - $0.milliseconds : 0 })
+                return try store.env.writer.sync {
+                    store.drain()
+                    return try store.trim(plan, now: now)
+                }
+            }
+        } catch CacheError.closed {
+            return 0
+        } catch {
+            logger.info("LMDBCache trim pass failed", metadata: ["path": "\(directory.path)", "error": "\(error)"])
+            return 0
+        }
+    }
+
+    /// The running trimming scheduler, if any (tests wait on its passes).
+    var trimScheduler: TrimScheduler? {
+        scheduler.withLock { $0 }
+    }
+
     private func trim(_ plan: DiskStore.TrimPlan) throws {
         try withStore { store in
             let now = configuration.clock.milliseconds
@@ -250,6 +292,8 @@ public final class DiskCache: Sendable {
     /// Flushes, then closes this handle; the directory's store closes with its last handle.
     /// Later calls throw ``CacheError/closed``. Calling it again does nothing.
     public func close() {
+        // First, and outside the gate: a pass under way holds the gate shared.
+        scheduler.withLock { $0 }?.stop()
         gate.withExclusiveLock {
             guard isClosed.set() else { return }
             do {

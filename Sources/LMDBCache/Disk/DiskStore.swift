@@ -365,8 +365,11 @@ final class DiskStore: Sendable {
 
     /// Removes expired entries, then least recently used ones as `plan` says, in transactions of
     /// at most ``trimBatchSize`` removals; queued writes are committed between them. Writer only.
-    func trim(_ plan: TrimPlan, now: UInt64) throws {
+    /// Returns the entries removed.
+    @discardableResult
+    func trim(_ plan: TrimPlan, now: UInt64) throws -> Int {
         let observed = isObserved
+        var removedTotal = 0
         while true {
             var evicted: [DiskEviction] = []
             let done = try env.write { txn in
@@ -375,10 +378,11 @@ final class DiskStore: Sendable {
                 let before = totals
                 let done = try evict(plan, now: now, txn, &totals, observed ? { evicted.append($0) } : nil)
                 if totals != before { try totals.save(txn, db.info) }
-                return done
+                return (done, before.count - totals.count)
             }
+            removedTotal += done.1
             publish(evicted)
-            if done { return }
+            if done.0 { return removedTotal }
             _ = commitNextBatch(enforcingLimits: false)
         }
     }

@@ -223,6 +223,32 @@ struct LRUShard<Key: Hashable, Value> {
         }
     }
 
+    /// Slots in the node array, live or free: the range a batched expiry scan walks.
+    @usableFromInline var nodeSlots: Int { nodes.count }
+
+    /// Removes the expired entries among node slots `range` (clamped to the array): one batch of
+    /// the trimming scheduler's expiry scan, which walks slots rather than the list because slots
+    /// stay put while the lock is dropped between batches.
+    @usableFromInline
+    mutating func removeExpired(inSlots range: Range<Int>, now: UInt64, removed: inout RemovedEntries<Key, Value>) {
+        for i in range.clamped(to: 0..<nodes.count) where nodes[i].key != nil {
+            let expires = nodes[i].expires
+            if expires != 0, now >= expires { removed.append(remove(Int32(i), reason: .expired)) }
+        }
+    }
+
+    /// Removes up to `limit` entries last used before `cutoff`, oldest first; true when none is left.
+    @usableFromInline
+    mutating func removeIdle(accessedBefore cutoff: UInt64, limit: Int, removed: inout RemovedEntries<Key, Value>)
+        -> Bool
+    {
+        for _ in 0..<limit {
+            guard oldest >= 0, nodes[Int(oldest)].accessed < cutoff else { return true }
+            removed.append(remove(oldest, reason: .age))
+        }
+        return oldest < 0 || nodes[Int(oldest)].accessed >= cutoff
+    }
+
     /// Removes every entry whose expiry has passed.
     ///
     /// - Complexity: O(n).
@@ -400,6 +426,8 @@ struct RemovedEntries<Key, Value> {
     init() {}
 
     @usableFromInline var isEmpty: Bool { first == nil }
+
+    @usableFromInline var count: Int { first == nil ? 0 : 1 + rest.count }
 
     @inlinable
     mutating func append(_ entry: Entry) {

@@ -14,6 +14,10 @@ extension MemoryCache {
         /// How often the trimming scheduler removes expired and idle entries (YYMemoryCache's
         /// default: 5 s). Count and cost need no scheduler: they hold after every insert.
         public var autoTrimInterval: Duration
+        /// Whether the cache runs its own trimming scheduler (every ``autoTrimInterval``, on a
+        /// queue of its own, until the cache goes away). Set it to false when a
+        /// ``CacheTrimmingService`` trims instead, or when nothing should. Default true.
+        public var automaticTrimming = true
         /// The cost of a value inserted without one, e.g. `{ $0.count }` for arrays.
         public var weigher: (@Sendable (Value) -> Int)?
         /// Number of independently locked shards, rounded up to a power of two; nil chooses one

@@ -1,3 +1,4 @@
+import Logging
 import Metrics
 
 /// An in-memory least-recently-used cache with count, cost, age and per-entry expiry limits.
@@ -29,15 +30,16 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @usableFromInline let weigher: (@Sendable (Value) -> Int)?
     @usableFromInline let listener: RemovalListener?
     @usableFromInline let metrics: TierMetrics?
+    private let scheduler = Locked<TrimScheduler?>(nil)
 
     /// An empty cache.
     ///
     /// - Parameter removalListener: called with each entry that leaves the cache and why.
     public convenience init(configuration: Configuration = .init(), removalListener: RemovalListener? = nil) {
-        self.init(configuration: configuration, removalListener: removalListener, metrics: nil)
+        self.init(configuration: configuration, removalListener: removalListener, metrics: nil, logger: nil)
     }
 
-    init(configuration: Configuration, removalListener: RemovalListener?, metrics: TierMetrics?) {
+    init(configuration: Configuration, removalListener: RemovalListener?, metrics: TierMetrics?, logger: Logger?) {
         self.configuration = configuration
         let count = configuration.shardCount
         shards = ShardArray(
@@ -53,10 +55,28 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         weigher = configuration.weigher
         listener = removalListener
         self.metrics = metrics
+        if configuration.automaticTrimming {
+            let scheduler = TrimScheduler(
+                tier: .memory, interval: configuration.autoTrimInterval,
+                logger: logger ?? Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() })
+            ) { [weak self] in self?.trimPass() ?? 0 }
+            self.scheduler.withLock { $0 = scheduler }
+        }
     }
 
     deinit {
+        stopTrimming()
         shards.deallocate()
+    }
+
+    /// Stops the trimming scheduler, waiting for a pass under way; nothing when there is none.
+    func stopTrimming() {
+        scheduler.withLock { $0 }?.stop()
+    }
+
+    /// The running trimming scheduler, if any (tests wait on its passes).
+    var trimScheduler: TrimScheduler? {
+        scheduler.withLock { $0 }
     }
 
     // MARK: Values
@@ -210,6 +230,48 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         forEachShard(now: clock.milliseconds) { shard, _, now, removed in
             shard.removeExpired(now: now, removed: &removed)
         }
+    }
+
+    /// Node slots one batch of a trim pass scans for expired entries while holding a shard's lock.
+    static var expiryScanBatch: Int { 1_024 }
+    /// Idle entries one batch of a trim pass removes while holding a shard's lock.
+    static var idleRemovalBatch: Int { 256 }
+
+    /// One pass of the trimming scheduler: removes expired entries, then entries idle past the age
+    /// limit (count and cost need no pass: they hold after every insert). Works in batches, taking
+    /// one shard's lock for at most ``expiryScanBatch`` slots or ``idleRemovalBatch`` removals, so
+    /// an operation on the same shard waits for one batch at most. Returns the entries removed.
+    @discardableResult
+    func trimPass() -> Int {
+        let now = clock.milliseconds
+        let age = configuration.ageLimit?.milliseconds
+        let cutoff = age.map { now > $0 ? now - $0 : 0 }
+        var total = 0
+        for index in 0..<shards.count {
+            var start = 0
+            while true {
+                var removed = RemovedEntries<Key, Value>()
+                let (slots, report) = shards.withLock(at: index) { shard in
+                    shard.removeExpired(inSlots: start..<(start + Self.expiryScanBatch), now: now, removed: &removed)
+                    return (shard.nodeSlots, metrics == nil ? nil : shard.takeReport(force: false))
+                }
+                total += removed.count
+                finish(removed, report)
+                start += Self.expiryScanBatch
+                if start >= slots { break }
+            }
+            guard let cutoff else { continue }
+            var done = false
+            while !done {
+                var removed = RemovedEntries<Key, Value>()
+                done = shards.withLock(at: index) { shard in
+                    shard.removeIdle(accessedBefore: cutoff, limit: Self.idleRemovalBatch, removed: &removed)
+                }
+                total += removed.count
+                finish(removed, nil)
+            }
+        }
+        return total
     }
 
     // MARK: Totals
