@@ -32,7 +32,10 @@ extension DiskCache {
         public var costLimit: Int?
         /// Entries not read or written for this long are removed by trimming (YYCache's meaning).
         public var ageLimit: Duration?
-        /// Bytes that must stay free on the volume; enforced by the trimming scheduler.
+        /// Bytes to keep free on the volume holding the cache. While the volume has less free,
+        /// each committed batch of writes is followed by evicting least recently used entries of
+        /// as many bytes, so the store stops growing and new writes reuse the pages freed (LMDB's
+        /// file never shrinks by itself; see ``DiskCache/compact()``).
         public var freeSpaceLimit: Int?
         /// How often the trimming scheduler checks the limits (YYDiskCache's default: 60 s).
         public var autoTrimInterval: Duration
@@ -75,7 +78,9 @@ extension DiskCache {
         }
 
         var limits: DiskLimits {
-            DiskLimits(count: countLimit, cost: costLimit, lowWater: min(max(lowWaterMark, 0), 1), clock: clock)
+            DiskLimits(
+                count: countLimit, cost: costLimit, lowWater: min(max(lowWaterMark, 0), 1), freeSpace: freeSpaceLimit,
+                clock: clock)
         }
 
         var environmentOptions: Environment.Options {

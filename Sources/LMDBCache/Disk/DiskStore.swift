@@ -32,6 +32,10 @@ final class DiskStore: Sendable {
     static let maxBatchBytes = 64 << 20
     /// Most entries one trim transaction removes, so a trim never holds the writer long.
     static let trimBatchSize = 256
+    /// Most removals per transaction of an emergency trim on a full volume: every transaction
+    /// copies the pages it changes, and the pages it frees are reusable only two transactions
+    /// later, so small transactions are what fit in the space reserve.
+    static let emergencyTrimBatchSize = 16
     /// Buffered access times that make the writer commit them without waiting for a write, and
     /// the most one transaction records.
     static let accessBatchSize = 1_000
@@ -43,6 +47,7 @@ final class DiskStore: Sendable {
     /// For ``DiskCache/Durability/periodic(syncInterval:)``: how often the writer syncs.
     private let syncInterval: Duration?
     private let syncScheduled = Locked(false)
+    private let reserve: SpaceReserve
 
     init(directory: String, options: Environment.Options, syncInterval: Duration?, logger: Logger) throws {
         env = try Environment.open(directory: directory, options: options, logger: logger)
@@ -50,6 +55,8 @@ final class DiskStore: Sendable {
         self.syncInterval = syncInterval
         db = DiskDatabases(env.databases)
         self.logger = logger
+        reserve = SpaceReserve(directory: directory)
+        reserve.take()
         do {
             try env.writer.sync { try checkFormat() }
         } catch {
@@ -221,17 +228,19 @@ final class DiskStore: Sendable {
         var failure: CacheError?
         if !batch.writes.isEmpty || !batch.accesses.isEmpty || !batch.damaged.isEmpty {
             do {
-                let totals = try env.write { txn in try apply(batch, txn) }
-                if enforcingLimits, let limits = batch.limits, limits.isExceeded(by: totals) {
-                    enforce(limits)
+                let (totals, added) = try commitWithEmergencyTrim(batch)
+                if enforcingLimits, let limits = batch.limits {
+                    if limits.isExceeded(by: totals) { enforce(limits) }
+                    keepFreeSpace(limits, added: added, totals: totals)
                 }
             } catch {
                 let cacheError = error as? CacheError ?? .lmdb(code: -1, operation: "write", message: "\(error)")
                 failure = cacheError
                 failedWrites.increment(by: batch.writes.count)
-                // The caller learns of it from flush() or the synchronous write, so info suffices.
-                logger.info(
-                    "LMDBCache dropped a batch of writes",
+                // flush() or the synchronous write throws it; a full disk is also logged as an
+                // error, since writes are being lost until space is freed.
+                logger.log(
+                    level: cacheError == .diskFull(path: path) ? .error : .info, "LMDBCache dropped a batch of writes",
                     metadata: ["path": "\(path)", "writes": "\(batch.writes.count)", "error": "\(cacheError)"])
             }
         }
@@ -252,6 +261,53 @@ final class DiskStore: Sendable {
         progress.unlock()
         if !batch.writes.isEmpty { schedulePeriodicSync() }
         return true
+    }
+
+    /// Commits `batch`; when the volume is full (or the map cannot grow), frees the space reserve,
+    /// evicts least recently used entries of twice the batch's bytes (at least 2 MiB) and tries
+    /// once more. Returns the totals after the
+    /// commit and the bytes it added.
+    private func commitWithEmergencyTrim(_ batch: WriteBatch) throws -> (Totals, Int) {
+        do {
+            return try env.write { txn in try apply(batch, txn) }
+        } catch CacheError.diskFull where !batch.writes.isEmpty {
+            let totals = try self.totals()
+            let released = reserve.release()
+            logger.info(
+                "LMDBCache found the disk full; evicting and retrying once",
+                metadata: ["path": "\(path)", "batchBytes": "\(batch.byteCount)", "reserveReleased": "\(released)"])
+            // Later queued writes must not commit before this batch: no commits between the trim's
+            // transactions.
+            try trim(
+                TrimPlan(
+                    cost: max(0, totals.bytes - max(2 * batch.byteCount, 2 * SpaceReserve.size)), reason: .freeSpace,
+                    batchSize: Self.emergencyTrimBatchSize),
+                now: batch.limits?.clock.milliseconds ?? 0, committingQueuedWrites: false)
+            // LMDB reuses the pages a transaction frees only two transactions later: commit one
+            // small change first, so the retry can use the pages the trim freed.
+            try env.write { txn in
+                let trims = try Totals.load(txn, db.info, Totals.emergencyTrimsKey)
+                try Totals.store(txn, db.info, Totals.emergencyTrimsKey, trims + 1)
+            }
+            let result = try env.write { txn in try apply(batch, txn) }
+            reserve.take()
+            return result
+        }
+    }
+
+    /// With a free-space limit and the volume below it, evicts least recently used entries of the
+    /// `added` bytes the batch just committed, so the store does not grow while space is short.
+    private func keepFreeSpace(_ limits: DiskLimits, added: Int, totals: Totals) {
+        guard let limit = limits.freeSpace, added > 0, let free = VolumeSpace.available(at: path), free < limit else {
+            return
+        }
+        do {
+            try trim(
+                TrimPlan(cost: max(0, totals.bytes - added), reason: .freeSpace), now: limits.clock.milliseconds)
+        } catch {
+            logger.error(
+                "LMDBCache could not trim to its free-space limit", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
     }
 
     /// In periodic mode, has the writer sync once `syncInterval` after a commit (one pending sync
@@ -289,8 +345,9 @@ final class DiskStore: Sendable {
         }
     }
 
-    /// Applies `batch` in `txn`; returns the totals after it.
-    private func apply(_ batch: WriteBatch, _ txn: WriteTransaction) throws -> Totals {
+    /// Applies `batch` in `txn`; returns the totals after it and the bytes it added (negative when
+    /// it freed more).
+    private func apply(_ batch: WriteBatch, _ txn: WriteTransaction) throws -> (Totals, Int) {
         var totals = try Totals(txn, db.info)
         let before = totals
         for write in batch.writes {
@@ -329,7 +386,7 @@ final class DiskStore: Sendable {
             }
         }
         if totals != before { try totals.save(txn, db.info) }
-        return totals
+        return (totals, totals.bytes - before.bytes)
     }
 
     /// Removes the entry stored under `key` with its index entries, if there is one.
@@ -361,13 +418,17 @@ final class DiskStore: Sendable {
         var count: Int?
         var cost: Int?
         var accessedBefore: UInt64?
+        /// The reason reported for least-recently-used evictions, when not the limit's own.
+        var reason: RemovalReason?
+        /// Most removals per transaction (default ``DiskStore/trimBatchSize``).
+        var batchSize = DiskStore.trimBatchSize
     }
 
     /// Removes expired entries, then least recently used ones as `plan` says, in transactions of
     /// at most ``trimBatchSize`` removals; queued writes are committed between them. Writer only.
     /// Returns the entries removed.
     @discardableResult
-    func trim(_ plan: TrimPlan, now: UInt64) throws -> Int {
+    func trim(_ plan: TrimPlan, now: UInt64, committingQueuedWrites: Bool = true) throws -> Int {
         let observed = isObserved
         var removedTotal = 0
         while true {
@@ -383,7 +444,7 @@ final class DiskStore: Sendable {
             removedTotal += done.1
             publish(evicted)
             if done.0 { return removedTotal }
-            _ = commitNextBatch(enforcingLimits: false)
+            if committingQueuedWrites { _ = commitNextBatch(enforcingLimits: false) }
         }
     }
 
@@ -397,7 +458,7 @@ final class DiskStore: Sendable {
         while let first = try txn.firstKey(db.expiry) {
             let (time, key) = DiskDatabases.parseIndexKey(first)
             guard time <= now else { break }
-            guard removed < Self.trimBatchSize else { return false }
+            guard removed < plan.batchSize else { return false }
             try evictThroughIndex(first, time: time, key: key, index: db.expiry, txn, &totals) { fullKey in
                 evicted?(DiskEviction(key: fullKey, reason: .expired))
             }
@@ -415,9 +476,9 @@ final class DiskStore: Sendable {
             } else {
                 return true
             }
-            guard removed < Self.trimBatchSize else { return false }
+            guard removed < plan.batchSize else { return false }
             try evictThroughIndex(first, time: time, key: key, index: db.access, txn, &totals) { fullKey in
-                evicted?(DiskEviction(key: fullKey, reason: reason))
+                evicted?(DiskEviction(key: fullKey, reason: plan.reason ?? reason))
             }
             removed += 1
         }

@@ -55,6 +55,8 @@ struct Totals: Equatable, Sendable {
     static let countKey = Array("count".utf8)
     static let bytesKey = Array("bytes".utf8)
     static let formatKey = Array("format".utf8)
+    /// Counts emergency trims; writing it commits a transaction that changes nothing else.
+    static let emergencyTrimsKey = Array("emergencyTrims".utf8)
 
     init(count: Int = 0, bytes: Int = 0) {
         self.count = count

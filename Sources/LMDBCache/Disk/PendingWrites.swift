@@ -10,6 +10,8 @@ struct DiskLimits: Sendable {
     var count: Int?
     var cost: Int?
     var lowWater: Double
+    /// Bytes to keep free on the volume (``DiskCache/Configuration/freeSpaceLimit``).
+    var freeSpace: Int? = nil
     /// The writing handle's clock, for the expiry the trim removes first.
     var clock: CacheClock
 

@@ -1,0 +1,39 @@
+import Glibc
+
+/// The free space of the volume holding a path, as `statvfs` reports it.
+enum VolumeSpace {
+    /// Bytes available to an unprivileged writer on the volume holding `path`; nil when it cannot
+    /// be read.
+    static func available(at path: String) -> Int? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        return Int(info.f_bavail) * Int(info.f_frsize)
+    }
+}
+
+/// A file of reserved space in the cache directory: on a full volume even a transaction that only
+/// deletes needs fresh pages, so the emergency trim first gives this space back, and takes it
+/// again once writes succeed.
+struct SpaceReserve {
+    let path: String
+    /// 1 MiB: room for the copy-on-write pages of several trim transactions.
+    static let size = 1 << 20
+
+    init(directory: String) {
+        path = directory + "/space.reserve"
+    }
+
+    /// Allocates the reserve unless it is already there; false when the volume has no room.
+    @discardableResult
+    func take() -> Bool {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return posix_fallocate(fd, 0, off_t(Self.size)) == 0
+    }
+
+    /// Frees the reserve; true when there was one.
+    func release() -> Bool {
+        unlink(path) == 0
+    }
+}

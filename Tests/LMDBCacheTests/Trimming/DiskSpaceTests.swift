@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+
+@testable import LMDBCache
+
+@Suite(
+    "Disk space: free-space limit and a full disk", .serialized,
+    .enabled(if: TmpfsVolume.canMount, TmpfsVolume.skipReason))
+struct DiskSpaceTests {
+    @Test("under a steady write load the volume's free space stays near the free-space limit")
+    func freeSpaceLimitHolds() throws {
+        let volume = try TmpfsVolume(megabytes: 48)
+        defer { volume.unmount() }
+        let limit = 16 << 20
+        var configuration = DiskCache.Configuration(freeSpaceLimit: limit)
+        configuration.compressionThreshold = nil
+        configuration.automaticTrimming = false
+        configuration.initialMapSize = 1 << 20
+        let disk = try DiskCache(directory: volume.url.appendingPathComponent("cache"), configuration: configuration)
+        defer { disk.close() }
+        var lowest = Int.max
+        // 96 MiB of values through a 48 MiB volume.
+        for round in 0..<32 {
+            for i in 0..<1_000 {
+                try disk.setData(
+                    sampleBytes(count: 3_000, compressible: false, seed: UInt64(round * 1_000 + i)),
+                    forKey: "r\(round)-\(i)")
+            }
+            try disk.flush()
+            lowest = min(lowest, volume.available)
+        }
+        // Once below the limit the store stops growing: free space ends within a few batches'
+        // worth of pages of the limit, and never runs out.
+        #expect(lowest > limit - (8 << 20), "lowest free: \(lowest) bytes")
+        #expect(try disk.data(forKey: "r31-999") == sampleBytes(count: 3_000, compressible: false, seed: 31_999))
+        #expect(try disk.data(forKey: "r0-0") == nil, "the oldest went to make room")
+        #expect(disk.totalCount > 1_000)
+    }
+
+    @Test(
+        "a full disk: diskFull from flush after the emergency trim, reads keep working, writes resume once space is freed"
+    )
+    func fullDisk() throws {
+        let volume = try TmpfsVolume(megabytes: 16)
+        defer { volume.unmount() }
+        var configuration = DiskCache.Configuration()
+        configuration.compressionThreshold = nil
+        configuration.automaticTrimming = false
+        configuration.initialMapSize = 1 << 20
+        let disk = try DiskCache(directory: volume.url.appendingPathComponent("cache"), configuration: configuration)
+        defer { disk.close() }
+        let value = { (seed: Int) in sampleBytes(count: 3_000, compressible: false, seed: UInt64(seed)) }
+        for i in 0..<2_000 { try disk.setData(value(i), forKey: "k\(i)") }
+        try disk.flush()
+
+        // Take the rest of the volume, then write more than eviction can make room for.
+        let filler = try volume.fill("filler", bytes: max(0, volume.available - (64 << 10)))
+        let kept = disk.totalCount
+        for i in 0..<3_000 { try disk.setData(value(100_000 + i), forKey: "big\(i)") }
+        #expect(throws: CacheError.diskFull(path: disk.directory.standardizedFileURL.path)) { try disk.flush() }
+        // Reads work: every entry still there has its own value (the emergency trim may have
+        // evicted the oldest).
+        var present = 0
+        for i in 0..<2_000 {
+            if let found = try disk.data(forKey: "k\(i)") {
+                #expect(found == value(i))
+                present += 1
+            }
+        }
+        #expect(present > 0 && present <= kept)
+        let report = try disk.store.verify()
+        #expect(report.isClean, "nothing stored was damaged")
+
+        try FileManager.default.removeItem(at: filler)
+        try disk.setData([1, 2, 3], forKey: "after")
+        try disk.flush()
+        #expect(try disk.data(forKey: "after") == [1, 2, 3])
+    }
+}
