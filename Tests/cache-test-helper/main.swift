@@ -6,6 +6,8 @@
 //   cache-test-helper churn DIR [periodic]
 //       runs ChurnSequence steps forever (in periodic durability when asked); every 50 steps flushes and prints "flushed N" (steps
 //       0..<N are durable). Meant to be killed.
+//   cache-test-helper hold DIR
+//       opens the cache, prints "open" and waits. Meant to be killed.
 import CacheTestSupport
 import Foundation
 import LMDBCache
@@ -53,6 +55,11 @@ do {
                 FileHandle.standardOutput.write(Data("flushed \(step)\n".utf8))
             }
         }
+    case "hold":
+        let disk = try DiskCache(directory: directory)
+        FileHandle.standardOutput.write(Data("open\n".utf8))
+        while true { sleep(60) }
+        withExtendedLifetime(disk) {}
     default:
         fail("unknown command \(arguments[1])")
     }

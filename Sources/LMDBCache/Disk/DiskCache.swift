@@ -268,6 +268,26 @@ public final class DiskCache: Sendable {
         }
     }
 
+    // MARK: Compaction
+
+    /// Rewrites the store's file without its free pages and swaps the copy in atomically, so the
+    /// file shrinks to about the size of the live data (LMDB reuses freed pages but never gives
+    /// them back to the volume by itself).
+    ///
+    /// Commits queued writes first. Reads and writes of this process wait while the copy is
+    /// swapped in; the copy itself runs beside reads. Needs free space on the volume for the copy.
+    ///
+    /// - Throws: ``CacheError/storeInUse(path:operation:)`` while another process has the store
+    ///   open, ``CacheError/closed``, or the copy's failure (the original is then untouched).
+    public func compact() throws {
+        try withStore { try $0.compact() }
+    }
+
+    /// Bytes of the store's data file on disk (free pages included).
+    public var fileSize: Int {
+        (try? withStore { $0.fileSize }) ?? 0
+    }
+
     // MARK: Totals and lifecycle
 
     /// Entries stored, as of the last commit (call ``flush()`` first to count queued writes).

@@ -48,6 +48,7 @@ final class DiskStore: Sendable {
     private let syncInterval: Duration?
     private let syncScheduled = Locked(false)
     private let reserve: SpaceReserve
+    private let presence: ProcessPresence
 
     init(directory: String, options: Environment.Options, syncInterval: Duration?, logger: Logger) throws {
         env = try Environment.open(directory: directory, options: options, logger: logger)
@@ -57,6 +58,12 @@ final class DiskStore: Sendable {
         self.logger = logger
         reserve = SpaceReserve(directory: directory)
         reserve.take()
+        do {
+            presence = try ProcessPresence(directory: directory)
+        } catch {
+            env.close()
+            throw error
+        }
         do {
             try env.writer.sync { try checkFormat() }
         } catch {
@@ -521,6 +528,26 @@ final class DiskStore: Sendable {
             try txn.empty(db.expiry)
             try Totals().save(txn, db.info)
         }
+    }
+
+    // MARK: Compaction
+
+    /// Commits the queue, then rewrites the file without free pages and swaps it in.
+    ///
+    /// - Throws: ``CacheError/storeInUse(path:operation:)`` while another process has the store open.
+    func compact() throws {
+        try env.writer.sync {
+            drain()
+            try env.sync()
+            let done: Void? = try presence.alone { try env.compactInPlace() }
+            if done == nil { throw CacheError.storeInUse(path: path, operation: "compact") }
+        }
+    }
+
+    /// Bytes of the data file.
+    var fileSize: Int {
+        var info = stat()
+        return stat(path + "/data.mdb", &info) == 0 ? Int(info.st_size) : 0
     }
 
     // MARK: Reads

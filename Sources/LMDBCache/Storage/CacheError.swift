@@ -21,6 +21,8 @@ public enum CacheError: Error, Sendable, Equatable {
     case unsupportedFormat(path: String, found: Int, supported: Int)
     /// A fixed LMDB resource ran out (reader slots, databases, a transaction's dirty pages).
     case resourceExhausted(resource: String, operation: String)
+    /// The operation needs the store to itself, and another process has it open.
+    case storeInUse(path: String, operation: String)
     /// A cache name cannot be used as a directory name (empty, `.`, `..` or containing `/`).
     case invalidName(name: String, reason: String)
     /// A value could not be encoded or decoded by the cache's ``ValueCodec``.
@@ -52,6 +54,8 @@ extension CacheError: CustomStringConvertible {
                 "the store at \(path) has record format \(found); this version reads format \(supported) and below"
         case .resourceExhausted(let resource, let operation):
             return "\(operation) failed: \(resource)"
+        case .storeInUse(let path, let operation):
+            return "cannot \(operation) the store at \(path) while another process has it open; close it there first"
         case .invalidName(let name, let reason):
             return "invalid cache name \"\(name)\": \(reason)"
         case .codecFailed(let operation, let reason):

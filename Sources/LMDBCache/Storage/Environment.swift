@@ -29,7 +29,10 @@ final class Environment: @unchecked Sendable {
     let path: String
     let writer: WriterThread
     private(set) var databases: [String: Database] = [:]
-    private let env: OpaquePointer
+    /// Replaced only by ``compactInPlace()``, under the exclusive resize lock; every other use
+    /// holds that lock shared or runs on the writer thread.
+    private var env: OpaquePointer
+    private let options: Options
     private let resizeLock = ReadWriteLock()
     private let logger: Logger
     /// Reset read transactions waiting to be renewed. With MDB_NOTLS each keeps its reader slot.
@@ -67,20 +70,10 @@ final class Environment: @unchecked Sendable {
     private init(directory: String, options: Options, logger: Logger) throws {
         path = directory
         self.logger = logger
-        var created: OpaquePointer?
-        try LMDBStatus.check(mdb_env_create(&created), "mdb_env_create", path: directory)
-        guard let created else {
-            throw CacheError.lmdb(code: -1, operation: "mdb_env_create", message: "no environment")
-        }
-        env = created
+        self.options = options
+        env = try Self.openEnvironment(directory, options)
         writer = WriterThread(name: "LMDBCache.writer")
         do {
-            try LMDBStatus.check(mdb_env_set_maxreaders(env, options.maxReaders), "mdb_env_set_maxreaders", path: path)
-            try LMDBStatus.check(
-                mdb_env_set_maxdbs(env, UInt32(options.databases.count + 2)), "mdb_env_set_maxdbs", path: path)
-            try LMDBStatus.check(mdb_env_set_mapsize(env, options.initialMapSize), "mdb_env_set_mapsize", path: path)
-            let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags)
-            try LMDBStatus.check(mdb_env_open(env, directory, flags, 0o600), "mdb_env_open", path: path)
             var dead: Int32 = 0
             mdb_reader_check(env, &dead)
             if dead > 0 {
@@ -108,12 +101,7 @@ final class Environment: @unchecked Sendable {
     /// Ends the writer thread and closes the environment. Call once, when no other call is running.
     func close() {
         writer.stop()
-        for reader in idleReaders.withLock({ readers in
-            defer { readers.removeAll() }
-            return readers
-        }) {
-            mdb_txn_abort(reader.pointer)
-        }
+        abortIdleReaders()
         mdb_env_close(env)
     }
 
@@ -210,6 +198,88 @@ final class Environment: @unchecked Sendable {
         }
     }
 
+    // MARK: Compaction
+
+    /// Rewrites the store without free pages and swaps the copy in: `mdb_env_copy2` with
+    /// `MDB_CP_COMPACT` into `compact.tmp/` in the directory, then, with every transaction of
+    /// this process kept out, closes the environment, renames the copy over `data.mdb` (atomic)
+    /// and opens it again. Writer only; the caller makes sure no other process has the store open.
+    func compactInPlace() throws {
+        precondition(writer.isCurrent, "compaction runs on the writer thread")
+        let temporary = path + "/compact.tmp"
+        unlink(temporary + "/data.mdb")
+        unlink(temporary + "/lock.mdb")
+        rmdir(temporary)
+        guard mkdir(temporary, 0o700) == 0 else {
+            throw CacheError.directoryUnavailable(path: temporary, reason: "cannot create it: \(errnoText())")
+        }
+        defer {
+            unlink(temporary + "/data.mdb")
+            rmdir(temporary)
+        }
+        try resizeLock.withSharedLock {
+            try LMDBStatus.check(
+                mdb_env_copy2(env, temporary, UInt32(MDB_CP_COMPACT)), "mdb_env_copy2(compact)", path: path)
+        }
+        try resizeLock.withExclusiveLock {
+            abortIdleReaders()
+            mdb_env_close(env)
+            guard rename(temporary + "/data.mdb", path + "/data.mdb") == 0 else {
+                let reason = errnoText()
+                // The old file is still in place: open it again.
+                env = try Self.openEnvironment(path, options)
+                throw CacheError.directoryUnavailable(
+                    path: path, reason: "cannot swap in the compacted file: \(reason)")
+            }
+            env = try Self.openEnvironment(path, options)
+        }
+    }
+
+    /// Creates and opens an environment on `directory` with `options` (no databases opened).
+    private static func openEnvironment(_ directory: String, _ options: Options) throws -> OpaquePointer {
+        var created: OpaquePointer?
+        try LMDBStatus.check(mdb_env_create(&created), "mdb_env_create", path: directory)
+        guard let created else {
+            throw CacheError.lmdb(code: -1, operation: "mdb_env_create", message: "no environment")
+        }
+        do {
+            try LMDBStatus.check(
+                mdb_env_set_maxreaders(created, options.maxReaders), "mdb_env_set_maxreaders", path: directory)
+            try LMDBStatus.check(
+                mdb_env_set_maxdbs(created, UInt32(options.databases.count + 2)), "mdb_env_set_maxdbs", path: directory)
+            try LMDBStatus.check(
+                mdb_env_set_mapsize(created, options.initialMapSize), "mdb_env_set_mapsize", path: directory)
+            let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags)
+            try LMDBStatus.check(mdb_env_open(created, directory, flags, 0o600), "mdb_env_open", path: directory)
+            // Database handles are per environment: open each again, in the same order, so they
+            // keep the numbers the store's handles already hold.
+            var txn: OpaquePointer?
+            try LMDBStatus.check(mdb_txn_begin(created, nil, 0, &txn), "mdb_txn_begin", path: directory)
+            for name in options.databases {
+                var dbi: MDB_dbi = 0
+                let code = mdb_dbi_open(txn, name, UInt32(MDB_CREATE), &dbi)
+                if code != MDB_SUCCESS {
+                    mdb_txn_abort(txn)
+                    throw LMDBStatus.error(code, "mdb_dbi_open(\(name))", path: directory)
+                }
+            }
+            try LMDBStatus.check(mdb_txn_commit(txn), "mdb_txn_commit", path: directory)
+            return created
+        } catch {
+            mdb_env_close(created)
+            throw error
+        }
+    }
+
+    private func abortIdleReaders() {
+        for reader in idleReaders.withLock({ readers in
+            defer { readers.removeAll() }
+            return readers
+        }) {
+            mdb_txn_abort(reader.pointer)
+        }
+    }
+
     /// Writes buffered pages and the meta page to disk.
     func sync() throws {
         try LMDBStatus.check(mdb_env_sync(env, 1), "mdb_env_sync", path: path)
@@ -219,6 +289,11 @@ final class Environment: @unchecked Sendable {
 
     /// Current map size in bytes.
     var mapSize: Int {
+        resizeLock.withSharedLock { currentMapSize }
+    }
+
+    /// The map size, for callers already holding the resize lock.
+    private var currentMapSize: Int {
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
         return info.me_mapsize
@@ -237,7 +312,7 @@ final class Environment: @unchecked Sendable {
     private func grow(attempt: Int) throws {
         guard attempt <= Self.maxGrowthsPerWrite else { throw CacheError.diskFull(path: path) }
         try resizeLock.withExclusiveLock {
-            let current = mapSize
+            let current = currentMapSize
             // Double while small, then grow by 1 GiB at a time.
             let next = current + min(max(current, 16 << 20), 1 << 30)
             try LMDBStatus.check(mdb_env_set_mapsize(env, next), "mdb_env_set_mapsize", path: path)
@@ -251,14 +326,14 @@ final class Environment: @unchecked Sendable {
     /// Reader-table slots held by this and other processes (idle pooled transactions included).
     var readerSlotsInUse: Int {
         // mdb_reader_list prints a header line, then one line per slot in use.
-        max(0, Int(lmdbcache_reader_lines(env)) - 1)
+        resizeLock.withSharedLock { max(0, Int(lmdbcache_reader_lines(env)) - 1) }
     }
 
     /// Clears reader slots left by processes that died; returns how many were cleared.
     @discardableResult
     func clearStaleReaders() -> Int {
         var dead: Int32 = 0
-        mdb_reader_check(env, &dead)
+        resizeLock.withSharedLock { _ = mdb_reader_check(env, &dead) }
         return Int(dead)
     }
 }

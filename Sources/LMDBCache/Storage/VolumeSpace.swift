@@ -37,3 +37,33 @@ struct SpaceReserve {
         unlink(path) == 0
     }
 }
+
+/// A `flock` every process holds shared while it has the store open, so that an operation that
+/// needs the store to itself (compaction) can tell whether another process has it open.
+final class ProcessPresence: @unchecked Sendable {
+    private let descriptor: Int32
+
+    /// Opens `<directory>/processes.lock` and takes the shared lock.
+    init(directory: String) throws {
+        descriptor = open(directory + "/processes.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw CacheError.directoryUnavailable(path: directory, reason: "cannot open processes.lock: \(errnoText())")
+        }
+        flock(descriptor, LOCK_SH)
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    /// Runs `body` holding the lock exclusively; nil, without running it, when another process
+    /// holds it.
+    func alone<T>(_ body: () throws -> T) rethrows -> T? {
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            flock(descriptor, LOCK_SH)  // a failed conversion may have dropped the shared lock
+            return nil
+        }
+        defer { flock(descriptor, LOCK_SH) }
+        return try body()
+    }
+}
