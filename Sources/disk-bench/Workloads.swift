@@ -28,7 +28,7 @@ struct BenchOptions: Sendable {
 
 /// The benchmark groups `--only` can select.
 enum BenchGroup: String, CaseIterable, Sendable {
-    case read, write, sync, scale
+    case read, write, sync, scale, trim
 }
 
 /// The temporary directories the stores live in, all under one root that is removed at the end.
@@ -75,7 +75,8 @@ final class Suite {
     let options: BenchOptions
     let workspace: Workspace
     private(set) var results: [Measurement] = []
-    private(set) var notes: [String] = []
+    /// Lines printed after the table (the trim benchmark's findings among them).
+    var notes: [String] = []
     private let keys: [[UInt8]]
     /// Distinct values per payload; value `i` is `pool[i % poolSize]`.
     private let poolSize = 1_024
@@ -98,6 +99,7 @@ final class Suite {
         }
         if options.groups.contains(.sync) { try synchronousBenchmark() }
         if options.groups.contains(.scale) { try scaleBenchmark() }
+        if options.groups.contains(.trim) { try trimLatencyBenchmark() }
     }
 
     // MARK: Reads

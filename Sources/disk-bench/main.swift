@@ -12,7 +12,7 @@ let usage = """
       --quick        10k keys instead of 100k, 50k scale keys instead of 1M, fewer rounds
       --json PATH    also write the results as JSON to PATH
       --dir PATH     create the temporary stores under PATH (default: the system temp directory)
-      --only GROUPS  run only these, comma-separated: read, write, sync, scale (default: all)
+      --only GROUPS  run only these, comma-separated: read, write, sync, scale, trim (default: all)
     """
 
 let legend = """
