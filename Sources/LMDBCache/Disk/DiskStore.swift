@@ -25,6 +25,7 @@ final class DiskStore: Sendable {
     private let evictionObservers = Locked<(next: UInt64, observers: [UInt64: EvictionObserver])>((0, [:]))
     private let evictionQueue = DispatchQueue(label: "LMDBCache.DiskStore.evictions")
     private let failedWrites = Counter(label: "lmdbcache_disk_failed_writes_total")
+    private let evictionMetrics = DiskEvictionMetrics()
 
     /// Most writes committed in one transaction.
     static let maxBatchWrites = 1_000
@@ -440,15 +441,21 @@ final class DiskStore: Sendable {
         var removedTotal = 0
         while true {
             var evicted: [DiskEviction] = []
+            var tally = EvictionTally()
             let done = try env.write { txn in
                 evicted.removeAll()  // a replayed transaction starts over
+                tally = EvictionTally()
                 var totals = try Totals(txn, db.info)
                 let before = totals
-                let done = try evict(plan, now: now, txn, &totals, observed ? { evicted.append($0) } : nil)
+                let done = try evict(plan, now: now, txn, &totals) { eviction in
+                    tally.add(eviction)
+                    if observed { evicted.append(eviction) }
+                }
                 if totals != before { try totals.save(txn, db.info) }
                 return (done, before.count - totals.count)
             }
             removedTotal += done.1
+            tally.report(to: evictionMetrics)
             publish(evicted)
             if done.0 { return removedTotal }
             if committingQueuedWrites { _ = commitNextBatch(enforcingLimits: false) }
@@ -456,18 +463,18 @@ final class DiskStore: Sendable {
     }
 
     /// One transaction's share of a trim; true when the plan is met.
-    /// Entries `evict` removes are passed to `evicted` (when given) with the reason.
+    /// Entries `evict` removes are passed to `evicted` with the reason.
     private func evict(
         _ plan: TrimPlan, now: UInt64, _ txn: WriteTransaction, _ totals: inout Totals,
-        _ evicted: ((DiskEviction) -> Void)?
+        _ evicted: (DiskEviction) -> Void
     ) throws -> Bool {
         var removed = 0
         while let first = try txn.firstKey(db.expiry) {
             let (time, key) = DiskDatabases.parseIndexKey(first)
             guard time <= now else { break }
             guard removed < plan.batchSize else { return false }
-            try evictThroughIndex(first, time: time, key: key, index: db.expiry, txn, &totals) { fullKey in
-                evicted?(DiskEviction(key: fullKey, reason: .expired))
+            try evictThroughIndex(first, time: time, key: key, index: db.expiry, txn, &totals) { fullKey, bytes in
+                evicted(DiskEviction(key: fullKey, reason: .expired, bytes: bytes))
             }
             removed += 1
         }
@@ -484,8 +491,8 @@ final class DiskStore: Sendable {
                 return true
             }
             guard removed < plan.batchSize else { return false }
-            try evictThroughIndex(first, time: time, key: key, index: db.access, txn, &totals) { fullKey in
-                evicted?(DiskEviction(key: fullKey, reason: plan.reason ?? reason))
+            try evictThroughIndex(first, time: time, key: key, index: db.access, txn, &totals) { fullKey, bytes in
+                evicted(DiskEviction(key: fullKey, reason: plan.reason ?? reason, bytes: bytes))
             }
             removed += 1
         }
@@ -494,10 +501,11 @@ final class DiskStore: Sendable {
 
     /// Removes the entry an index entry points to; an index entry that no longer matches its
     /// record (left by a damaged record) is dropped on its own, so trimming always progresses.
-    /// `removed` gets the full key of an entry the index entry pointed to and that was removed.
+    /// `removed` gets the full key and the bytes of an entry the index entry pointed to and that
+    /// was removed.
     private func evictThroughIndex(
         _ indexKey: [UInt8], time: UInt64, key: [UInt8], index: Database, _ txn: WriteTransaction,
-        _ totals: inout Totals, removed: ([UInt8]) -> Void
+        _ totals: inout Totals, removed: ([UInt8], Int) -> Void
     ) throws {
         if let bytes = try txn.get(db.records, key) {
             let matches: Bool
@@ -511,8 +519,9 @@ final class DiskStore: Sendable {
                 matches = true
             }
             if matches {
+                let bytesBefore = totals.bytes
                 try removeEntry(key, txn, &totals)
-                if let fullKey { removed(fullKey) }
+                if let fullKey { removed(fullKey, bytesBefore - totals.bytes) }
             }
         }
         try txn.delete(index, indexKey)
@@ -563,4 +572,35 @@ struct DiskEviction: Sendable {
     /// The key as the user gave it (the full key of a long key).
     var key: [UInt8]
     var reason: RemovalReason
+    /// The bytes it occupied (stored key and record).
+    var bytes: Int
+}
+
+/// Entries and bytes one trim transaction evicted, by reason, for the metrics.
+struct EvictionTally {
+    private var entries = [Int](repeating: 0, count: RemovalReason.allCases.count)
+    private var bytes = [Int](repeating: 0, count: RemovalReason.allCases.count)
+
+    mutating func add(_ eviction: DiskEviction) {
+        entries[eviction.reason.index] += 1
+        bytes[eviction.reason.index] += eviction.bytes
+    }
+
+    func report(to metrics: DiskEvictionMetrics) {
+        for reason in RemovalReason.allCases where entries[reason.index] > 0 {
+            metrics.entries[reason.index].increment(by: entries[reason.index])
+            metrics.bytes[reason.index].increment(by: bytes[reason.index])
+        }
+    }
+}
+
+/// `lmdbcache_disk_evictions_total{reason}` and `lmdbcache_disk_evicted_bytes_total{reason}`: what
+/// trimming removed from a store, whichever handle or cache asked.
+struct DiskEvictionMetrics: Sendable {
+    let entries = RemovalReason.allCases.map {
+        Counter(label: "lmdbcache_disk_evictions_total", dimensions: [("reason", $0.rawValue)])
+    }
+    let bytes = RemovalReason.allCases.map {
+        Counter(label: "lmdbcache_disk_evicted_bytes_total", dimensions: [("reason", $0.rawValue)])
+    }
 }
