@@ -235,10 +235,10 @@ public final class DiskCache: Sendable {
             return try withStore { store in
                 let now = configuration.clock.milliseconds
                 let totals = try store.totals()
-                let lowWater = limits.lowWater
+                let targets = limits.lowWaterTargets
                 let plan = DiskStore.TrimPlan(
-                    count: configuration.countLimit.flatMap { totals.count > $0 ? Int(Double($0) * lowWater) : nil },
-                    cost: configuration.costLimit.flatMap { totals.bytes > $0 ? Int(Double($0) * lowWater) : nil },
+                    count: limits.count.flatMap { totals.count > $0 ? targets.count : nil },
+                    cost: limits.cost.flatMap { totals.bytes > $0 ? targets.cost : nil },
                     accessedBefore: configuration.ageLimit.map { now > $0.milliseconds ? now - $0.milliseconds : 0 })
                 return try store.env.writer.sync {
                     store.drain()

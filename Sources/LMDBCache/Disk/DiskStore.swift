@@ -343,9 +343,8 @@ final class DiskStore: Sendable {
 
     /// Trims to the low-water mark of `limits`.
     private func enforce(_ limits: DiskLimits) {
-        let plan = TrimPlan(
-            count: limits.count.map { Int(Double($0) * limits.lowWater) },
-            cost: limits.cost.map { Int(Double($0) * limits.lowWater) })
+        let targets = limits.lowWaterTargets
+        let plan = TrimPlan(count: targets.count, cost: targets.cost)
         do {
             try trim(plan, now: limits.clock.milliseconds)
         } catch {

@@ -15,6 +15,11 @@ struct DiskLimits: Sendable {
     /// The writing handle's clock, for the expiry the trim removes first.
     var clock: CacheClock
 
+    /// The count and cost a trim for these limits goes down to: ``lowWater`` of each limit.
+    var lowWaterTargets: (count: Int?, cost: Int?) {
+        (count.map { Int(Double($0) * lowWater) }, cost.map { Int(Double($0) * lowWater) })
+    }
+
     func isExceeded(by totals: Totals) -> Bool {
         (count.map { totals.count > $0 } ?? false) || (cost.map { totals.bytes > $0 } ?? false)
     }
