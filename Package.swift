@@ -7,11 +7,13 @@ let package = Package(
     products: [
         .library(name: "LMDBCache", targets: ["LMDBCache"]),
         .executable(name: "disk-bench", targets: ["disk-bench"]),
+        .executable(name: "cache-dump", targets: ["cache-dump"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         .systemLibrary(
@@ -35,6 +37,19 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        // The cache-dump commands, apart from their executable so tests and fuzzing can reach the
+        // export-file parser and the argument parsers.
+        .target(
+            name: "CacheDump",
+            dependencies: [
+                "LMDBCache",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "cache-dump",
+            dependencies: ["CacheDump"]
         ),
         // Exercises the disk tier at scale beside raw LMDB + zlib calls (the README's first command
         // until the side-by-side harness under Benchmarks/ exists).
@@ -61,6 +76,11 @@ let package = Package(
                 "LMDBCache", "CacheTestSupport",
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ]
+        ),
+        // cache-dump run as a real process against caches the library wrote.
+        .testTarget(
+            name: "CacheDumpTests",
+            dependencies: ["CacheDump", "LMDBCache", "CacheTestSupport"]
         ),
         // Concurrency stress over both tiers; CI runs it again under ThreadSanitizer.
         .testTarget(

@@ -7,7 +7,8 @@
 //       runs ChurnSequence steps forever (in periodic durability when asked); every 50 steps flushes and prints "flushed N" (steps
 //       0..<N are durable). Meant to be killed.
 //   cache-test-helper hold DIR
-//       opens the cache, prints "open" and waits. Meant to be killed.
+//       opens the cache, reads its totals (so it holds a reader slot), prints "open" and waits.
+//       Meant to be killed.
 import CacheTestSupport
 import Foundation
 import LMDBCache
@@ -57,6 +58,7 @@ do {
         }
     case "hold":
         let disk = try DiskCache(directory: directory)
+        _ = disk.totalCount
         FileHandle.standardOutput.write(Data("open\n".utf8))
         while true { sleep(60) }
         withExtendedLifetime(disk) {}

@@ -64,6 +64,9 @@ extension DiskCache {
         public var maxPendingBytes: Int = 64 << 20
         /// The time source for expiry and access order.
         public var clock: CacheClock = .system
+        /// Opens an existing store only to read it (`cache-dump`): LMDB's `MDB_RDONLY`, nothing
+        /// created, no trimming, a damaged store reported rather than set aside. Writes fail.
+        package var readOnly = false
 
         /// A configuration with the given limits and defaults for everything else.
         public init(
@@ -87,8 +90,9 @@ extension DiskCache {
             Environment.Options(
                 initialMapSize: max(initialMapSize, 1 << 20),
                 syncFlags: durability.syncInterval == nil ? MDB_NOMETASYNC : MDB_NOSYNC,
-                damagedStore: damagedStore,
-                databases: DiskDatabases.names)
+                damagedStore: readOnly ? .fail : damagedStore,
+                databases: DiskDatabases.names,
+                readOnly: readOnly)
         }
     }
 }

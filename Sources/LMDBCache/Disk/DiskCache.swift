@@ -41,12 +41,17 @@ public final class DiskCache: Sendable {
         self.configuration = configuration
         self.logger = logger
         limits = configuration.limits
-        (store, identity) = try DiskStore.registry.acquire(directory: path) { path in
+        if configuration.readOnly {
+            guard FileManager.default.fileExists(atPath: path + "/data.mdb") else {
+                throw CacheError.directoryUnavailable(path: path, reason: "not a cache directory (no data.mdb)")
+            }
+        }
+        (store, identity) = try DiskStore.registry.acquire(directory: path, existing: configuration.readOnly) { path in
             try DiskStore(
                 directory: path, options: configuration.environmentOptions,
                 syncInterval: configuration.durability.syncInterval, logger: logger)
         }
-        if configuration.automaticTrimming {
+        if configuration.automaticTrimming && !configuration.readOnly {
             let scheduler = TrimScheduler(tier: .disk, interval: configuration.autoTrimInterval, logger: logger) {
                 [weak self] in self?.trimPass() ?? 0
             }
@@ -70,13 +75,18 @@ public final class DiskCache: Sendable {
     ///   ``CacheError/valueTooLarge(size:limit:)`` when the record exceeds the cost limit or
     ///   256 MiB, ``CacheError/closed``, and in synchronous mode any write failure.
     public func setData(_ value: [UInt8], forKey key: [UInt8], expiresAfter: Duration? = nil) throws {
+        let now = configuration.clock.milliseconds
+        try write(value, forKey: key, now: now, expires: expiresAfter.map { now + $0.milliseconds } ?? 0)
+    }
+
+    /// Encodes and queues the record for `value`, written at `now` and expiring at `expires`
+    /// (milliseconds since 1970, 0 for never).
+    func write(_ value: [UInt8], forKey key: [UInt8], now: UInt64, expires: UInt64) throws {
         try withStore { store in
             let storageKey = try StorageKey(key)
             guard value.count <= Record.maxValueSize else {
                 throw CacheError.valueTooLarge(size: value.count, limit: Record.maxValueSize)
             }
-            let now = configuration.clock.milliseconds
-            let expires = expiresAfter.map { now + $0.milliseconds } ?? 0
             let record = value.withUnsafeBytes { bytes in
                 Record.encode(
                     value: bytes, fullKey: storageKey.fullKey, now: now, expires: expires,
@@ -325,7 +335,7 @@ public final class DiskCache: Sendable {
         }
     }
 
-    private func withStore<T>(_ body: (DiskStore) throws -> T) throws -> T {
+    func withStore<T>(_ body: (DiskStore) throws -> T) throws -> T {
         gate.lockShared()
         defer { gate.unlockShared() }
         guard !isClosed.value else { throw CacheError.closed }

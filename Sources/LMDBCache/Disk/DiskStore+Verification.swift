@@ -1,26 +1,74 @@
 /// What a full check of a store found.
-struct VerificationReport: Sendable {
+package struct VerificationReport: Sendable {
     /// Totals from scanning every record.
-    var scanned = Totals()
+    package var scanned = Totals()
     /// Totals as kept in the `info` database.
-    var recorded = Totals()
-    var accessEntries = 0
-    var expiryEntries = 0
+    package var recorded = Totals()
+    package var accessEntries = 0
+    package var expiryEntries = 0
     /// Stored keys whose record fails its checks, with the reason.
-    var damaged: [(key: [UInt8], reason: String)] = []
+    package var damaged: [(key: [UInt8], reason: String)] = []
     /// Index inconsistencies, one line each.
-    var indexProblems: [String] = []
+    package var indexProblems: [String] = []
 
-    var isClean: Bool {
+    /// True when nothing is wrong.
+    package var isClean: Bool {
         damaged.isEmpty && indexProblems.isEmpty && scanned == recorded
             && accessEntries == scanned.count
+    }
+
+    /// Every problem, one line each: damaged records, index problems, totals that differ.
+    package var problems: [String] {
+        var lines = damaged.map { "damaged record \(escapedKey($0.key)): \($0.reason)" }
+        lines += indexProblems
+        if scanned.count != recorded.count {
+            lines.append("totals say \(recorded.count) entries; the records number \(scanned.count)")
+        }
+        if scanned.bytes != recorded.bytes {
+            lines.append("totals say \(recorded.bytes) bytes; the records occupy \(scanned.bytes)")
+        }
+        return lines
+    }
+}
+
+/// What ``DiskStore/repair()`` changed.
+package struct RepairReport: Sendable, Equatable {
+    /// Damaged records removed.
+    package var removedRecords = 0
+    /// Entries of the `lastAccess` database dropped because their record was gone.
+    package var removedAccessTimes = 0
+    /// Index entries written by the rebuild.
+    package var accessEntries = 0
+    package var expiryEntries = 0
+    /// Totals before and after.
+    package var totalsBefore = Totals()
+    package var totalsAfter = Totals()
+}
+
+/// A key for a one-line message: printable ASCII as is, other bytes as `\xNN`.
+package func escapedKey(_ key: [UInt8]) -> String {
+    var text = ""
+    for byte in key {
+        if byte >= 0x20 && byte < 0x7f && byte != UInt8(ascii: "\\") {
+            text.unicodeScalars.append(Unicode.Scalar(byte))
+        } else {
+            text += "\\x" + String(byte, radix: 16, uppercase: false).leftPadded(to: 2)
+        }
+    }
+    return text
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }
 
 extension DiskStore {
     /// Reads every record in one read transaction, checks each and checks the indexes and totals
-    /// against them. O(n log n); for tests and `cache-dump verify`.
-    func verify() throws -> VerificationReport {
+    /// against them, telling `progress` the records checked every 4,096. O(n log n); for tests
+    /// and `cache-dump verify`.
+    func verify(progress: ((Int) -> Void)? = nil) throws -> VerificationReport {
         try env.read { txn in
             var report = VerificationReport()
             report.recorded = try Totals(txn, db.info)
@@ -30,6 +78,7 @@ extension DiskStore {
             var records: [([UInt8], UInt64, UInt64)] = []
             try txn.forEach(db.records) { key, value in
                 report.scanned.count += 1
+                if report.scanned.count % 4_096 == 0 { progress?(report.scanned.count) }
                 report.scanned.bytes += Totals.cost(keyLength: key.count, recordLength: value.count)
                 do throws(Record.Damage) {
                     let header = try Record.validate(value)
@@ -44,11 +93,19 @@ extension DiskStore {
             for (key, created, expires) in records {
                 let accessed = try db.lastAccess(txn, key, created: created)
                 if try txn.get(db.access, DiskDatabases.indexKey(time: accessed, key: key)) == nil {
-                    report.indexProblems.append("access index has no entry for a record")
+                    report.indexProblems.append("access index has no entry for \(escapedKey(key))")
                 }
                 if expires != 0, try txn.get(db.expiry, DiskDatabases.indexKey(time: expires, key: key)) == nil {
-                    report.indexProblems.append("expiry index has no entry for an expiring record")
+                    report.indexProblems.append("expiry index has no entry for \(escapedKey(key))")
                 }
+            }
+            var orphans = 0
+            try txn.forEach(db.lastAccess) { key, _ in
+                if try txn.get(db.records, Array(key)) == nil { orphans += 1 }
+                return true
+            }
+            if orphans > 0 {
+                report.indexProblems.append("\(orphans) access times belong to no record")
             }
             if report.accessEntries != report.scanned.count {
                 report.indexProblems.append(
@@ -60,5 +117,100 @@ extension DiskStore {
             }
             return report
         }
+    }
+
+    /// Records written per transaction by ``repair()``.
+    static let repairBatchSize = 4_096
+
+    /// Commits the queue, removes every damaged record, then rebuilds the access and expiry
+    /// indexes, the access times and the totals from the records, in transactions of
+    /// ``repairBatchSize`` records. Needs the store to itself: between those transactions the
+    /// indexes are incomplete.
+    ///
+    /// - Throws: ``CacheError/storeInUse(path:operation:)`` while another process has it open.
+    func repair() throws -> RepairReport {
+        try env.writer.sync {
+            drain()
+            let report: RepairReport? = try presence.alone { try rebuild() }
+            guard let report else { throw CacheError.storeInUse(path: path, operation: "repair") }
+            try env.sync()
+            return report
+        }
+    }
+
+    /// The body of ``repair()``; writer only, with no other process on the store.
+    private func rebuild() throws -> RepairReport {
+        var report = RepairReport()
+        report.totalsBefore = try totals()
+        let damaged = try verify().damaged.map(\.key)
+        for start in stride(from: 0, to: damaged.count, by: Self.repairBatchSize) {
+            try env.write { txn in
+                for key in damaged[start..<min(start + Self.repairBatchSize, damaged.count)] {
+                    try txn.delete(db.records, key)
+                    try txn.delete(db.lastAccess, key)
+                }
+            }
+        }
+        report.removedRecords = damaged.count
+        let orphans = try env.read { txn in
+            var orphans: [[UInt8]] = []
+            try txn.forEach(db.lastAccess) { key, _ in
+                if try txn.get(db.records, Array(key)) == nil { orphans.append(Array(key)) }
+                return true
+            }
+            return orphans
+        }
+        try env.write { txn in
+            for key in orphans { try txn.delete(db.lastAccess, key) }
+            try txn.empty(db.access)
+            try txn.empty(db.expiry)
+        }
+        report.removedAccessTimes = orphans.count
+        var totals = Totals()
+        var after: [UInt8]?
+        while true {
+            let batch = try env.write { txn in
+                var written = 0
+                var last: [UInt8]?
+                var batchTotals = Totals()
+                var accessEntries = 0
+                var expiryEntries = 0
+                // Collect first: the indexes change while the records are read.
+                var entries: [(key: [UInt8], accessed: UInt64, expires: UInt64, cost: Int)] = []
+                try txn.forEach(db.records, from: after) { key, bytes in
+                    let stored = Array(key)
+                    if let after, stored == after { return true }
+                    guard let header = Record.Header(bytes) else { return true }
+                    let accessed = try db.lastAccess(txn, stored, created: header.created)
+                    entries.append(
+                        (stored, accessed, header.expires, Totals.cost(keyLength: key.count, recordLength: bytes.count))
+                    )
+                    last = stored
+                    written += 1
+                    return written < Self.repairBatchSize
+                }
+                for entry in entries {
+                    try txn.put(db.access, DiskDatabases.indexKey(time: entry.accessed, key: entry.key), [])
+                    accessEntries += 1
+                    if entry.expires != 0 {
+                        try txn.put(db.expiry, DiskDatabases.indexKey(time: entry.expires, key: entry.key), [])
+                        expiryEntries += 1
+                    }
+                    batchTotals.count += 1
+                    batchTotals.bytes += entry.cost
+                }
+                if last == nil { try totals.save(txn, db.info) }
+                return (last, batchTotals, accessEntries, expiryEntries)
+            }
+            // Counted after the commit: a transaction replayed after map growth runs its body again.
+            totals.count += batch.1.count
+            totals.bytes += batch.1.bytes
+            report.accessEntries += batch.2
+            report.expiryEntries += batch.3
+            guard let last = batch.0 else { break }
+            after = last
+        }
+        report.totalsAfter = totals
+        return report
     }
 }

@@ -49,7 +49,7 @@ final class DiskStore: Sendable {
     private let syncInterval: Duration?
     private let syncScheduled = Locked(false)
     private let reserve: SpaceReserve
-    private let presence: ProcessPresence
+    let presence: ProcessPresence
 
     init(directory: String, options: Environment.Options, syncInterval: Duration?, logger: Logger) throws {
         env = try Environment.open(directory: directory, options: options, logger: logger)
@@ -57,35 +57,43 @@ final class DiskStore: Sendable {
         self.syncInterval = syncInterval
         db = DiskDatabases(env.databases)
         self.logger = logger
+        isReadOnly = options.readOnly
         reserve = SpaceReserve(directory: directory)
-        reserve.take()
+        if !isReadOnly { reserve.take() }
         do {
-            presence = try ProcessPresence(directory: directory)
-        } catch {
-            env.close()
-            throw error
-        }
-        do {
-            try env.writer.sync { try checkFormat() }
+            presence = try ProcessPresence(directory: directory, readOnly: isReadOnly)
+            if isReadOnly {
+                try checkFormat(env.read { txn in try Totals.load(txn, db.info, Totals.formatKey) })
+            } else {
+                try env.writer.sync {
+                    try env.write { txn in
+                        let stored = try Totals.load(txn, db.info, Totals.formatKey)
+                        try checkFormat(stored)
+                        if stored == 0 {
+                            try Totals.store(txn, db.info, Totals.formatKey, UInt64(Record.formatVersion))
+                        }
+                    }
+                }
+            }
         } catch {
             env.close()
             throw error
         }
     }
 
-    private func checkFormat() throws {
-        try env.write { txn in
-            let stored = try Totals.load(txn, db.info, Totals.formatKey)
-            if stored > UInt64(Record.formatVersion) {
-                throw CacheError.unsupportedFormat(path: path, found: Int(stored), supported: Int(Record.formatVersion))
-            }
-            if stored == 0 { try Totals.store(txn, db.info, Totals.formatKey, UInt64(Record.formatVersion)) }
+    /// True when opened only to inspect the store (`cache-dump`): nothing is ever written.
+    let isReadOnly: Bool
+
+    /// Refuses a store written in a newer record format.
+    private func checkFormat(_ stored: UInt64) throws {
+        if stored > UInt64(Record.formatVersion) {
+            throw CacheError.unsupportedFormat(path: path, found: Int(stored), supported: Int(Record.formatVersion))
         }
     }
 
     /// Commits everything queued, syncs, and closes the environment. The last handle calls it.
     func close() {
-        try? commitAndSync()
+        if !isReadOnly { try? commitAndSync() }
         env.close()
     }
 

@@ -48,9 +48,11 @@ struct DiskDatabases {
 }
 
 /// Entry count and bytes of a store, as kept in the `info` database.
-struct Totals: Equatable, Sendable {
-    var count: Int
-    var bytes: Int
+package struct Totals: Equatable, Sendable {
+    /// Entries.
+    package var count: Int
+    /// Bytes: each entry's stored key and record.
+    package var bytes: Int
 
     static let countKey = Array("count".utf8)
     static let bytesKey = Array("bytes".utf8)

@@ -23,12 +23,21 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: Sendable {
 
     init() {}
 
-    /// Creates `directory` (owner-only) when missing, then returns the object for it, calling
-    /// `create` only if no handle has it open.
+    /// Creates `directory` (owner-only) when missing, unless `existing`, then returns the object
+    /// for it, calling `create` only if no handle has it open. With `existing`, a missing directory
+    /// throws ``CacheError/directoryUnavailable(path:reason:)``.
     func acquire(
-        directory: String, create: (String) throws -> Object
+        directory: String, existing: Bool = false, create: (String) throws -> Object
     ) throws -> (object: Object, identity: DirectoryIdentity) {
-        try Self.prepare(directory)
+        if existing {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
+                throw CacheError.directoryUnavailable(path: directory, reason: "no such directory")
+            }
+        } else {
+            try Self.prepare(directory)
+        }
         let identity = try Self.identity(of: directory)
         return try entries.withLock { entries in
             if var entry = entries[identity] {

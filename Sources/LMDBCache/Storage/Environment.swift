@@ -24,11 +24,14 @@ final class Environment: @unchecked Sendable {
         var syncFlags: Int32
         var damagedStore: DamagedStorePolicy
         var databases: [String]
+        /// Opens with `MDB_RDONLY`: no write transaction, no file created, the databases must
+        /// exist. For inspecting a store (`cache-dump`) without changing it.
+        var readOnly = false
     }
 
     let path: String
     let writer: WriterThread
-    private(set) var databases: [String: Database] = [:]
+    let databases: [String: Database]
     /// Replaced only by ``compactInPlace()``, under the exclusive resize lock; every other use
     /// holds that lock shared or runs on the writer thread.
     private var env: OpaquePointer
@@ -53,7 +56,9 @@ final class Environment: @unchecked Sendable {
         do {
             return try Environment(directory: directory, options: options, logger: logger)
         } catch let error as CacheError {
-            guard case .damagedStore(_, let reason) = error, options.damagedStore == .recreate else { throw error }
+            guard case .damagedStore(_, let reason) = error, options.damagedStore == .recreate, !options.readOnly else {
+                throw error
+            }
             let data = directory + "/data.mdb"
             let aside = data + ".damaged-\(Int(Date().timeIntervalSince1970))"
             logger.error(
@@ -71,30 +76,15 @@ final class Environment: @unchecked Sendable {
         path = directory
         self.logger = logger
         self.options = options
-        env = try Self.openEnvironment(directory, options)
+        (env, databases) = try Self.openEnvironment(directory, options)
         writer = WriterThread(name: "LMDBCache.writer")
-        do {
+        if !options.readOnly {
+            // Clearing stale slots writes to the lock file: not done when only inspecting.
             var dead: Int32 = 0
             mdb_reader_check(env, &dead)
             if dead > 0 {
                 logger.info("LMDBCache cleared stale reader slots", metadata: ["path": "\(path)", "slots": "\(dead)"])
             }
-            try writer.sync {
-                databases = try write { txn in
-                    var opened: [String: Database] = [:]
-                    for name in options.databases {
-                        var dbi: MDB_dbi = 0
-                        try LMDBStatus.check(
-                            mdb_dbi_open(txn.pointer, name, UInt32(MDB_CREATE), &dbi), "mdb_dbi_open(\(name))",
-                            path: path)
-                        opened[name] = Database(handle: dbi)
-                    }
-                    return opened
-                }
-            }
-        } catch {
-            close()
-            throw error
         }
     }
 
@@ -227,16 +217,20 @@ final class Environment: @unchecked Sendable {
             guard rename(temporary + "/data.mdb", path + "/data.mdb") == 0 else {
                 let reason = errnoText()
                 // The old file is still in place: open it again.
-                env = try Self.openEnvironment(path, options)
+                env = try Self.openEnvironment(path, options).env
                 throw CacheError.directoryUnavailable(
                     path: path, reason: "cannot swap in the compacted file: \(reason)")
             }
-            env = try Self.openEnvironment(path, options)
+            env = try Self.openEnvironment(path, options).env
         }
     }
 
-    /// Creates and opens an environment on `directory` with `options` (no databases opened).
-    private static func openEnvironment(_ directory: String, _ options: Options) throws -> OpaquePointer {
+    /// Creates and opens an environment on `directory` with `options` and opens its databases
+    /// (creating them unless read-only). Database handles are per environment: opened in the same
+    /// order each time, they keep the numbers the store's handles already hold.
+    private static func openEnvironment(_ directory: String, _ options: Options) throws -> (
+        env: OpaquePointer, databases: [String: Database]
+    ) {
         var created: OpaquePointer?
         try LMDBStatus.check(mdb_env_create(&created), "mdb_env_create", path: directory)
         guard let created else {
@@ -249,22 +243,27 @@ final class Environment: @unchecked Sendable {
                 mdb_env_set_maxdbs(created, UInt32(options.databases.count + 2)), "mdb_env_set_maxdbs", path: directory)
             try LMDBStatus.check(
                 mdb_env_set_mapsize(created, options.initialMapSize), "mdb_env_set_mapsize", path: directory)
-            let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags)
+            let access = options.readOnly ? MDB_RDONLY : 0
+            let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags | access)
             try LMDBStatus.check(mdb_env_open(created, directory, flags, 0o600), "mdb_env_open", path: directory)
-            // Database handles are per environment: open each again, in the same order, so they
-            // keep the numbers the store's handles already hold.
             var txn: OpaquePointer?
-            try LMDBStatus.check(mdb_txn_begin(created, nil, 0, &txn), "mdb_txn_begin", path: directory)
+            try LMDBStatus.check(mdb_txn_begin(created, nil, UInt32(access), &txn), "mdb_txn_begin", path: directory)
+            var opened: [String: Database] = [:]
             for name in options.databases {
                 var dbi: MDB_dbi = 0
-                let code = mdb_dbi_open(txn, name, UInt32(MDB_CREATE), &dbi)
+                let code = mdb_dbi_open(txn, name, options.readOnly ? 0 : UInt32(MDB_CREATE), &dbi)
                 if code != MDB_SUCCESS {
                     mdb_txn_abort(txn)
+                    if code == MDB_NOTFOUND {
+                        throw CacheError.directoryUnavailable(
+                            path: directory, reason: "not an LMDBCache store (it has no \(name) database)")
+                    }
                     throw LMDBStatus.error(code, "mdb_dbi_open(\(name))", path: directory)
                 }
+                opened[name] = Database(handle: dbi)
             }
             try LMDBStatus.check(mdb_txn_commit(txn), "mdb_txn_commit", path: directory)
-            return created
+            return (created, opened)
         } catch {
             mdb_env_close(created)
             throw error
@@ -319,6 +318,11 @@ final class Environment: @unchecked Sendable {
             logger.debug(
                 "LMDBCache grew its map", metadata: ["path": "\(path)", "from": "\(current)", "to": "\(next)"])
         }
+    }
+
+    /// Runs `body` with the environment pointer, kept valid (no compaction swaps it) meanwhile.
+    func withEnvironmentPointer<T>(_ body: (OpaquePointer) throws -> T) rethrows -> T {
+        try resizeLock.withSharedLock { try body(env) }
     }
 
     // MARK: Readers

@@ -71,6 +71,19 @@ extension TransactionReading {
         return first
     }
 
+    /// The last key in `database` (a copy), or nil when it is empty.
+    func lastKey(_ database: Database) throws -> [UInt8]? {
+        var cursor: OpaquePointer?
+        try LMDBStatus.check(mdb_cursor_open(pointer, database.handle, &cursor), "mdb_cursor_open", path: path)
+        defer { mdb_cursor_close(cursor) }
+        var k = MDB_val()
+        var v = MDB_val()
+        let code = mdb_cursor_get(cursor, &k, &v, MDB_LAST)
+        if code == MDB_NOTFOUND { return nil }
+        try LMDBStatus.check(code, "mdb_cursor_get(last)", path: path)
+        return Array(UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size))
+    }
+
     /// Number of entries in `database`.
     func count(_ database: Database) throws -> Int {
         var stat = MDB_stat()

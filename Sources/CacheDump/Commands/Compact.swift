@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import LMDBCache
+
+struct Compact: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Rewrite the store without its free pages, so the file shrinks to its live data.",
+        discussion: "Refuses (exit status 6) while another process has the store open.")
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        try reporting {
+            let disk = try CacheDirectory.openForWriting(common.path)
+            defer { disk.close() }
+            let before = disk.fileSize
+            let statistics = try disk.storeStatistics()
+            // The copy grows to about the pages in use; its size is the progress.
+            let progress = ProgressBar(
+                "compact", total: statistics.pagesInUse * statistics.pageSize, quiet: common.quiet)
+            let copy = common.path + "/compact.tmp/data.mdb"
+            try PolledProgress.run(
+                progress,
+                done: {
+                    var info = stat()
+                    return stat(copy, &info) == 0 ? Int(info.st_size) : 0
+                }
+            ) {
+                try disk.compact()
+            }
+            let format = OutputFormatting.self
+            Console.write(
+                "compacted \(common.path): \(format.bytes(before)) -> \(format.bytes(disk.fileSize)), "
+                    + "\(format.count(disk.totalCount, "entry", "entries"))\n")
+            return .success
+        }
+    }
+}
+
+struct Readers: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List LMDB reader slots and their processes (this one left out).")
+
+    @OptionGroup var common: CommonOptions
+    @Flag(name: .customLong("clear-stale"), help: "Free the slots of processes that have exited.")
+    var clearStale = false
+    @Flag(help: "Print a JSON array.")
+    var json = false
+
+    func run() throws {
+        try reporting {
+            let disk = try CacheDirectory.openForReading(common.path)
+            defer { disk.close() }
+            let slots = try disk.readerSlots().filter { $0.processID != getpid() }
+            if json {
+                Console.write(
+                    try OutputFormatting.json(
+                        slots.map { slot -> [String: Any] in
+                            [
+                                "pid": Int(slot.processID), "thread": slot.thread,
+                                "transaction": slot.transaction.map { $0 as Any } ?? NSNull(),
+                                "stale": !slot.processIsAlive, "command": Self.command(slot.processID) ?? NSNull(),
+                            ]
+                        }))
+            } else {
+                let rows = slots.map { slot in
+                    [
+                        "\(slot.processID)", slot.thread, slot.transaction.map { "\($0)" } ?? "-",
+                        slot.processIsAlive ? "alive" : "stale", Self.command(slot.processID) ?? "-",
+                    ]
+                }
+                Console.write(
+                    OutputFormatting.table(["PID", "THREAD", "TXN", "STATE", "COMMAND"], rows, rightAligned: [0]))
+            }
+            if clearStale {
+                let cleared = try disk.clearStaleReaderSlots()
+                Console.write("cleared \(OutputFormatting.count(cleared, "stale reader slot"))\n")
+            }
+            return .success
+        }
+    }
+
+    /// The process's command name, from /proc.
+    private static func command(_ pid: Int32) -> String? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return nil }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}

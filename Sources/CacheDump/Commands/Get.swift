@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import LMDBCache
+
+struct Get: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write an entry's value, decompressed, to standard output (exactly its bytes) or a file.")
+
+    @OptionGroup var common: CommonOptions
+    @Argument(help: "The key.")
+    var key: String
+    @OptionGroup var keys: KeyOptions
+    @Flag(help: "Write the value as hexadecimal text, with a final newline.")
+    var hex = false
+    @Option(name: .shortAndLong, help: "Write to this file (created owner-only) instead.")
+    var output: String?
+
+    func run() throws {
+        try reporting {
+            let bytes = try keys.bytes(key)
+            let disk = try CacheDirectory.openForReading(common.path)
+            defer { disk.close() }
+            guard let entry = try disk.storedEntry(forKey: bytes) else {
+                throw DumpFailure(.keyNotFound, "no entry for key \(displayKey(bytes))")
+            }
+            if let damage = entry.damage {
+                throw DumpFailure(
+                    .damaged,
+                    "the record for key \(displayKey(bytes)) is damaged (\(damage)); verify --repair removes it")
+            }
+            let now = UInt64(Date().timeIntervalSince1970 * 1_000)
+            if entry.isExpired(at: now), let expires = entry.expires {
+                throw DumpFailure(
+                    .keyNotFound,
+                    "no live entry for key \(displayKey(bytes)): it expired at \(OutputFormatting.time(expires))")
+            }
+            let value = entry.value ?? []
+            let payload = hex ? Array((hexString(value) + "\n").utf8) : value
+            if let output {
+                try OutputFile.write(payload, to: output)
+            } else {
+                Console.write(bytes: payload)
+            }
+            return .success
+        }
+    }
+}
+
+/// Files the tool writes for the user (`get --output`, `export --output`): created owner-only,
+/// as cache contents are.
+enum OutputFile {
+    static func open(_ path: String) throws -> FileHandle {
+        let descriptor = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw DumpFailure(.failure, "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+    }
+
+    static func write(_ bytes: [UInt8], to path: String) throws {
+        let handle = try open(path)
+        try handle.write(contentsOf: bytes)
+        try handle.close()
+    }
+}

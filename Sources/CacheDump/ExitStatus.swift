@@ -1,0 +1,61 @@
+import LMDBCache
+
+/// The exit statuses of `cache-dump`, one per kind of outcome (the README lists them).
+public enum ExitStatus: Int32, CaseIterable, Sendable {
+    /// Done.
+    case success = 0
+    /// `verify` found problems (or, with `--repair`, some remain).
+    case problemsFound = 1
+    /// No live entry under the key (`get`, `rm`).
+    case keyNotFound = 2
+    /// The path is not a cache directory (missing, not a directory, no store, not LMDBCache's).
+    case notACache = 3
+    /// The store or a record in it is damaged.
+    case damaged = 4
+    /// The store was written by a newer LMDBCache format.
+    case unsupportedFormat = 5
+    /// Another process has the store open, and the operation needs it alone.
+    case storeInUse = 6
+    /// An input file or argument value is not what it must be (an export file, a duration).
+    case badInput = 7
+    /// A symbolic link in the cache directory would lead elsewhere.
+    case unsafePath = 8
+    /// Anything else: an I/O or LMDB failure, a full disk.
+    case failure = 9
+    /// `clear` was not confirmed.
+    case cancelled = 10
+    /// The command line is wrong (swift-argument-parser's status for validation errors).
+    case usage = 64
+}
+
+/// A failure `cache-dump` reports as one line on standard error and an exit status.
+public struct DumpFailure: Error, CustomStringConvertible, Sendable {
+    public let status: ExitStatus
+    public let message: String
+
+    public init(_ status: ExitStatus, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    /// The failure for an error thrown by the library (or by the tool itself).
+    public static func from(_ error: any Error) -> DumpFailure {
+        if let failure = error as? DumpFailure { return failure }
+        guard let cacheError = error as? CacheError else {
+            return DumpFailure(.failure, "\(error)")
+        }
+        let status: ExitStatus
+        switch cacheError {
+        case .directoryUnavailable: status = .notACache
+        case .damagedStore: status = .damaged
+        case .unsupportedFormat: status = .unsupportedFormat
+        case .storeInUse: status = .storeInUse
+        case .invalidKey, .valueTooLarge: status = .badInput
+        case .notFound: status = .keyNotFound
+        default: status = .failure
+        }
+        return DumpFailure(status, cacheError.description)
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// The `cache-test-helper` executable (or another of the package's) running as a real process.
+public final class HelperProcess: @unchecked Sendable {
+    private let process: Process
+    private let output: Pipe
+    /// Bytes read from its stdout that do not yet form a whole line; guarded by `lock`.
+    private var buffer: [UInt8] = []
+    private let lock = NSLock()
+
+    /// An executable of this package, built beside the test bundle by `swift build` / `swift test`.
+    public static func executable(_ name: String) -> URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name)
+    }
+
+    /// Starts `executable` (the test helper by default) with `arguments`.
+    public init(_ arguments: [String], executable: String = "cache-test-helper") throws {
+        process = Process()
+        process.executableURL = Self.executable(executable)
+        process.arguments = arguments
+        output = Pipe()
+        process.standardOutput = output
+        try process.run()
+    }
+
+    /// The next line it prints, or nil once its output ends.
+    public func readLine() -> String? {
+        while true {
+            lock.lock()
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                defer { buffer.removeFirst(newline + 1) }
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                lock.unlock()
+                return line
+            }
+            lock.unlock()
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { return nil }
+            lock.lock()
+            buffer.append(contentsOf: chunk)
+            lock.unlock()
+        }
+    }
+
+    /// The process's identifier.
+    public var processIdentifier: Int32 { process.processIdentifier }
+
+    /// Sends SIGKILL and waits for the process to end.
+    public func kill() {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Waits for it to exit; returns its status.
+    public func wait() -> Int32 {
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
