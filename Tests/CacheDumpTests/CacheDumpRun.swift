@@ -1,7 +1,8 @@
 import CacheTestSupport
 import Foundation
-import LMDBCache
 import Testing
+
+@testable import LMDBCache
 
 /// One run of the built `cache-dump` executable as a real process: its exit status and what it
 /// wrote. Output goes through files, so a large export cannot fill a pipe and stall.
@@ -79,6 +80,15 @@ struct SampleCache {
     /// Opens the cache for the test to look at or change.
     func open() throws -> DiskCache {
         try DiskCache(directory: directory.url)
+    }
+
+    /// Changes the store behind the library's back, in one write transaction: how a test makes
+    /// the damage `verify` must find.
+    func tamper(_ body: (DiskStore, WriteTransaction) throws -> Void) throws {
+        let disk = try open()
+        defer { disk.close() }
+        let store = disk.store
+        try store.env.writer.sync { try store.env.write { txn in try body(store, txn) } }
     }
 
     func remove() { directory.remove() }

@@ -27,14 +27,7 @@ struct ErrorCaseTests {
     func newerFormat() throws {
         let cache = try SampleCache(count: 2)
         defer { cache.remove() }
-        do {
-            let disk = try cache.open()
-            defer { disk.close() }
-            let store = disk.store
-            try store.env.writer.sync {
-                try store.env.write { txn in try Totals.store(txn, store.db.info, Totals.formatKey, 99) }
-            }
-        }
+        try cache.tamper { store, txn in try Totals.store(txn, store.db.info, Totals.formatKey, 99) }
         for command in ["stats", "verify", "export"] {
             try CacheDumpRun([command, cache.path]).expectFailure(5, mentioning: "has record format 99")
         }

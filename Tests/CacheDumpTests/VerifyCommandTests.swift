@@ -61,16 +61,9 @@ struct VerifyCommandTests {
     func indexesAndTotals() throws {
         let cache = try SampleCache(count: 40)
         defer { cache.remove() }
-        do {
-            let disk = try cache.open()
-            defer { disk.close() }
-            let store = disk.store
-            try store.env.writer.sync {
-                try store.env.write { txn in
-                    try txn.empty(store.db.expiry)
-                    try Totals(count: 999, bytes: 1).save(txn, store.db.info)
-                }
-            }
+        try cache.tamper { store, txn in
+            try txn.empty(store.db.expiry)
+            try Totals(count: 999, bytes: 1).save(txn, store.db.info)
         }
         let found = try CacheDumpRun(["verify", cache.path])
         #expect(found.status == 1)
