@@ -88,6 +88,33 @@ struct VerifyCommandTests {
         try CacheDumpRun(["verify", cache.path, "--repair"]).expectFailure(6, mentioning: "another process")
     }
 
+    @Test(
+        "verify draws a progress bar on standard error when it is a terminal, and none with --quiet",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs util-linux script"))
+    func progressOnATerminal() throws {
+        let cache = try SampleCache(count: 5_000)
+        defer { cache.remove() }
+        // script(1) runs the command on a pseudo-terminal and copies what it shows to stdout.
+        func onTerminal(_ arguments: String) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+            process.arguments = ["-qec", HelperProcess.executable("cache-dump").path + " " + arguments, "/dev/null"]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            return String(decoding: data, as: UTF8.self)
+        }
+        let shown = try onTerminal("verify \(cache.path)")
+        #expect(shown.contains("\rverify [") && shown.contains("4096/5000"), "\(shown.debugDescription)")
+        #expect(shown.contains("\r\u{1b}[K5,000 records checked: no problems"), "the bar is cleared before the result")
+        let quiet = try onTerminal("verify \(cache.path) --quiet")
+        #expect(!quiet.contains("verify ["), "\(quiet.debugDescription)")
+        #expect(!(try CacheDumpRun(["verify", cache.path]).errorText.contains("[")), "no bar off a terminal")
+    }
+
     private static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
         guard haystack.count >= needle.count, start <= haystack.count - needle.count else { return nil }
         for index in start...(haystack.count - needle.count) where haystack[index] == needle[0] {
