@@ -79,7 +79,7 @@ public final class DiskCache: Sendable {
             let expires = expiresAfter.map { now + $0.milliseconds } ?? 0
             let record = value.withUnsafeBytes { bytes in
                 Record.encode(
-                    value: bytes, fullKey: storageKey.fullKey, now: now, expires: expires,
+                    value: bytes, key: storageKey, now: now, expires: expires,
                     threshold: configuration.compressionThreshold,
                     level: Int32(configuration.compressionLevel))
             }
@@ -141,7 +141,7 @@ public final class DiskCache: Sendable {
             let header: Record.Header
             let value: [UInt8]
             do throws(Record.Damage) {
-                header = try Record.validate(bytes)
+                header = try Record.validate(bytes, storedKey: storageKey.bytes)
                 guard Record.matches(bytes, header: header, key: storageKey), !header.isExpired(at: now)
                 else {
                     return .miss
@@ -172,7 +172,7 @@ public final class DiskCache: Sendable {
             }
             return try store.env.read { txn in
                 guard let bytes = try txn.get(store.db.records, storageKey.bytes),
-                    let header = Record.Header(bytes)
+                    let header = Record.Header(bytes), header.keyTag == Record.keyTag(storageKey.bytes)
                 else { return false }
                 return Record.matches(bytes, header: header, key: storageKey) && !header.isExpired(at: now)
             }

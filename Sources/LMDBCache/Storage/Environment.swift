@@ -221,6 +221,10 @@ final class Environment: @unchecked Sendable {
             try LMDBStatus.check(
                 mdb_env_copy2(env, temporary, UInt32(MDB_CP_COMPACT)), "mdb_env_copy2(compact)", path: path)
         }
+        // mdb_env_copy2 creates the copy with mode 0644 less the umask: keep the store owner-only.
+        guard chmod(temporary + "/data.mdb", 0o600) == 0 else {
+            throw CacheError.directoryUnavailable(path: temporary, reason: "cannot restrict the copy: \(errnoText())")
+        }
         try resizeLock.withExclusiveLock {
             abortIdleReaders()
             mdb_env_close(env)
@@ -251,6 +255,7 @@ final class Environment: @unchecked Sendable {
                 mdb_env_set_mapsize(created, options.initialMapSize), "mdb_env_set_mapsize", path: directory)
             let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags)
             try LMDBStatus.check(mdb_env_open(created, directory, flags, 0o600), "mdb_env_open", path: directory)
+            try checkFileLength(created, directory)
             // Database handles are per environment: open each again, in the same order, so they
             // keep the numbers the store's handles already hold.
             var txn: OpaquePointer?
@@ -268,6 +273,26 @@ final class Environment: @unchecked Sendable {
         } catch {
             mdb_env_close(created)
             throw error
+        }
+    }
+
+    /// Throws ``CacheError/damagedStore(path:reason:)`` when the data file is shorter than the
+    /// pages its newest meta page says are in use (a truncated file): LMDB would map the missing
+    /// pages and the first read of one would kill the process with SIGBUS.
+    private static func checkFileLength(_ env: OpaquePointer, _ directory: String) throws {
+        var info = MDB_envinfo()
+        var statistics = MDB_stat()
+        try LMDBStatus.check(mdb_env_info(env, &info), "mdb_env_info", path: directory)
+        try LMDBStatus.check(mdb_env_stat(env, &statistics), "mdb_env_stat", path: directory)
+        var file = stat()
+        guard stat(directory + "/data.mdb", &file) == 0 else {
+            throw CacheError.directoryUnavailable(path: directory, reason: "cannot stat data.mdb: \(errnoText())")
+        }
+        let needed = (Int(info.me_last_pgno) + 1) * Int(statistics.ms_psize)
+        if Int(file.st_size) < needed {
+            throw CacheError.damagedStore(
+                path: directory,
+                reason: "the data file is truncated: \(file.st_size) bytes, its pages in use end at \(needed)")
         }
     }
 
@@ -327,6 +352,24 @@ final class Environment: @unchecked Sendable {
     var readerSlotsInUse: Int {
         // mdb_reader_list prints a header line, then one line per slot in use.
         resizeLock.withSharedLock { max(0, Int(lmdbcache_reader_lines(env)) - 1) }
+    }
+
+    /// The process ids of the reader-table slots in use, one per slot.
+    var readerProcessIDs: [Int32] {
+        var lines: [String] = []
+        resizeLock.withSharedLock {
+            // mdb_reader_list prints a header line, then "pid thread txnid" for each slot in use.
+            withUnsafeMutablePointer(to: &lines) { lines in
+                _ = mdb_reader_list(
+                    env,
+                    { message, context in
+                        guard let message, let context else { return 0 }
+                        context.assumingMemoryBound(to: [String].self).pointee.append(String(cString: message))
+                        return 0
+                    }, lines)
+            }
+        }
+        return lines.dropFirst().compactMap { $0.split(separator: " ").first.flatMap { Int32($0) } }
     }
 
     /// Clears reader slots left by processes that died; returns how many were cleared.

@@ -39,6 +39,9 @@ final class HelperProcess: Sendable {
         }
     }
 
+    /// Its process id.
+    var processIdentifier: Int32 { process.processIdentifier }
+
     /// Sends SIGKILL and waits for the process to end.
     func kill() {
         Foundation.kill(process.processIdentifier, SIGKILL)
