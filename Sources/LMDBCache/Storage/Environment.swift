@@ -255,11 +255,12 @@ final class Environment: @unchecked Sendable {
                 mdb_env_set_mapsize(created, options.initialMapSize), "mdb_env_set_mapsize", path: directory)
             let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags)
             try LMDBStatus.check(mdb_env_open(created, directory, flags, 0o600), "mdb_env_open", path: directory)
-            try checkFileLength(created, directory)
+            try coverPagesInUse(created, directory)
             // Database handles are per environment: open each again, in the same order, so they
             // keep the numbers the store's handles already hold.
             var txn: OpaquePointer?
             try LMDBStatus.check(mdb_txn_begin(created, nil, 0, &txn), "mdb_txn_begin", path: directory)
+            var handles: [MDB_dbi] = []
             for name in options.databases {
                 var dbi: MDB_dbi = 0
                 let code = mdb_dbi_open(txn, name, UInt32(MDB_CREATE), &dbi)
@@ -267,8 +268,10 @@ final class Environment: @unchecked Sendable {
                     mdb_txn_abort(txn)
                     throw LMDBStatus.error(code, "mdb_dbi_open(\(name))", path: directory)
                 }
+                handles.append(dbi)
             }
             try LMDBStatus.check(mdb_txn_commit(txn), "mdb_txn_commit", path: directory)
+            try probe(created, directory, handles)
             return created
         } catch {
             mdb_env_close(created)
@@ -276,23 +279,54 @@ final class Environment: @unchecked Sendable {
         }
     }
 
-    /// Throws ``CacheError/damagedStore(path:reason:)`` when the data file is shorter than the
-    /// pages its newest meta page says are in use (a truncated file): LMDB would map the missing
-    /// pages and the first read of one would kill the process with SIGBUS.
-    private static func checkFileLength(_ env: OpaquePointer, _ directory: String) throws {
+    /// Makes the data file reach the end of the pages its newest meta page counts.
+    ///
+    /// LMDB does not write pages a transaction allocated and freed again, so a sound file may end
+    /// before them; a truncated file ends before pages in use. Either way, touching a mapped page
+    /// past the end of the file would kill the process with SIGBUS. Extended (never shrunk, so
+    /// another process's writes are safe), the missing pages read as zeros, which LMDB reports as
+    /// damage and ``probe(_:_:_:)`` finds near the roots.
+    private static func coverPagesInUse(_ env: OpaquePointer, _ directory: String) throws {
         var info = MDB_envinfo()
         var statistics = MDB_stat()
         try LMDBStatus.check(mdb_env_info(env, &info), "mdb_env_info", path: directory)
         try LMDBStatus.check(mdb_env_stat(env, &statistics), "mdb_env_stat", path: directory)
+        var descriptor: Int32 = -1
+        try LMDBStatus.check(mdb_env_get_fd(env, &descriptor), "mdb_env_get_fd", path: directory)
         var file = stat()
-        guard stat(directory + "/data.mdb", &file) == 0 else {
+        guard fstat(descriptor, &file) == 0 else {
             throw CacheError.directoryUnavailable(path: directory, reason: "cannot stat data.mdb: \(errnoText())")
         }
         let needed = (Int(info.me_last_pgno) + 1) * Int(statistics.ms_psize)
-        if Int(file.st_size) < needed {
-            throw CacheError.damagedStore(
-                path: directory,
-                reason: "the data file is truncated: \(file.st_size) bytes, its pages in use end at \(needed)")
+        guard Int(file.st_size) < needed else { return }
+        let code = posix_fallocate(descriptor, 0, off_t(needed))
+        if code == ENOSPC { throw CacheError.diskFull(path: directory) }
+        if code != 0 {
+            throw CacheError.directoryUnavailable(
+                path: directory, reason: "cannot extend data.mdb to its pages in use: \(errnoText(code))")
+        }
+    }
+
+    /// Reads the first and last entry of every database, so damage near the roots (a truncated
+    /// file's missing pages, a damaged branch page) is found on open, where the store can still be
+    /// set aside, rather than by later reads.
+    private static func probe(_ env: OpaquePointer, _ directory: String, _ databases: [MDB_dbi]) throws {
+        var txn: OpaquePointer?
+        try LMDBStatus.check(
+            mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin(probe)", path: directory)
+        defer { mdb_txn_abort(txn) }
+        for dbi in databases {
+            var cursor: OpaquePointer?
+            try LMDBStatus.check(mdb_cursor_open(txn, dbi, &cursor), "mdb_cursor_open(probe)", path: directory)
+            defer { mdb_cursor_close(cursor) }
+            var key = MDB_val()
+            var value = MDB_val()
+            for operation in [MDB_FIRST, MDB_LAST] {
+                let code = mdb_cursor_get(cursor, &key, &value, operation)
+                if code != MDB_SUCCESS && code != MDB_NOTFOUND {
+                    throw LMDBStatus.error(code, "reading the store's first and last entries", path: directory)
+                }
+            }
         }
     }
 

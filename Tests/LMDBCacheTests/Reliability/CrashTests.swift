@@ -30,6 +30,11 @@ struct CrashTests {
             try #require(flushed > 0, "round \(round): the writer confirmed no flush before it was killed")
 
             let problems = try StoreCheck.problems(at: dir.url)
+            let setAside = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter {
+                $0.contains("damaged")
+            }
+            try #require(
+                setAside.isEmpty, "round \(round) (\(durability)): the store was set aside as damaged: \(setAside)")
             #expect(problems.isEmpty, "round \(round) (\(durability)): \(problems.prefix(5))")
             try expectConfirmedWrites(in: dir.url, flushedSteps: flushed, round: round)
         }
@@ -44,10 +49,25 @@ struct CrashTests {
             if stored != ChurnSequence.expectedValue(forKeyIndex: index) {
                 let found = stored.map { "\($0.count) other bytes" } ?? "nothing"
                 Issue.record(
-                    "round \(round): key \(ChurnSequence.key(index)) holds \(found), not what the \(flushedSteps) confirmed steps wrote"
-                )
+                    """
+                    round \(round): key \(ChurnSequence.key(index)) reads \(found), not what the \(flushedSteps) \
+                    confirmed steps wrote; in the file: \(try Self.describeRecord(ChurnSequence.key(index), in: disk))
+                    """)
                 return
             }
+        }
+    }
+
+    /// What the data file holds under `key`, for a failure message.
+    private static func describeRecord(_ key: String, in disk: DiskCache) throws -> String {
+        let storedKey = Array(key.utf8)
+        return try disk.store.env.read { txn in
+            guard let bytes = try txn.get(disk.store.db.records, storedKey) else { return "no record" }
+            guard let header = Record.Header(bytes) else { return "a record of \(bytes.count) bytes, malformed header" }
+            let checksum = (try? Record.validate(bytes)) != nil ? "valid" : "bad"
+            let tag = header.keyTag == Record.keyTag(storedKey) ? "this key's" : "another key's"
+            return "a record of \(bytes.count) bytes, checksum \(checksum), \(tag) tag, created \(header.created), "
+                + "expires \(header.expires), value length \(header.valueLength)"
         }
     }
 }

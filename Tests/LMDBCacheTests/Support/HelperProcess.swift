@@ -6,6 +6,7 @@ import Foundation
 final class HelperProcess: Sendable {
     private let process: Process
     private let output: Pipe
+    private let errorOutput: Pipe
     /// Bytes read from its stdout that do not yet form a whole line.
     private let buffer = Locked<[UInt8]>([])
 
@@ -21,6 +22,8 @@ final class HelperProcess: Sendable {
         process.arguments = arguments
         output = Pipe()
         process.standardOutput = output
+        errorOutput = Pipe()
+        process.standardError = errorOutput
         try process.run()
     }
 
@@ -48,9 +51,22 @@ final class HelperProcess: Sendable {
         process.waitUntilExit()
     }
 
-    /// Waits for it to exit; returns its status.
+    /// Waits for it to exit; returns its status (the signal's number when a signal ended it).
     func wait() -> Int32 {
         process.waitUntilExit()
         return process.terminationStatus
+    }
+
+    /// Waits for it to exit; the signal that ended it, if one did.
+    func terminatingSignal() -> Int32? {
+        process.waitUntilExit()
+        return process.terminationReason == .uncaughtSignal ? process.terminationStatus : nil
+    }
+
+    /// Everything it wrote to stderr (its error messages, or a crash's backtrace). Waits for it to exit.
+    func errorText() -> String {
+        let data = errorOutput.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
     }
 }
