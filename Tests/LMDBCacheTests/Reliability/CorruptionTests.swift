@@ -53,11 +53,14 @@ struct CorruptionTests {
         /// Its stderr: error messages, or a crash's backtrace.
         var errors: String
 
-        /// Ended by a memory fault (SIGSEGV, SIGBUS): a pointer taken from a damaged LMDB page
-        /// led outside the file. A Swift trap (a failed check, an index out of range) is SIGILL or
-        /// SIGTRAP instead, and is never excused.
+        /// Ended by a memory fault (SIGSEGV, SIGBUS, or a sanitizer's report of one when the helper
+        /// is built with ThreadSanitizer or AddressSanitizer): a pointer taken from a damaged LMDB
+        /// page led outside the file. A Swift trap (a failed check, an index out of range) is
+        /// SIGILL or SIGTRAP instead, and a sanitizer's other reports are not faults: neither is
+        /// ever excused.
         var endedByMemoryFault: Bool {
-            signal == SIGSEGV || signal == SIGBUS
+            signal == SIGSEGV || signal == SIGBUS || errors.contains("Sanitizer: SEGV on unknown address")
+                || errors.contains("Sanitizer: BUS on unknown address")
         }
     }
 
