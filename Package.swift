@@ -1,5 +1,20 @@
 // swift-tools-version:6.1
+import Foundation
 import PackageDescription
+
+// One libFuzzer target per directory under Fuzz/, named fuzz-<directory>: adding a directory adds
+// a target, and scripts/fuzz finds it the same way. A plain build makes each a replayer of input
+// files; scripts/fuzz builds them with -sanitize=fuzzer,address.
+let fuzzDirectory = Context.packageDirectory + "/Fuzz"
+let fuzzTargets: [Target] = ((try? FileManager.default.contentsOfDirectory(atPath: fuzzDirectory)) ?? []).sorted()
+    .filter { name in
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: fuzzDirectory + "/" + name, isDirectory: &isDirectory)
+            && isDirectory.boolValue
+    }
+    .map { name in
+        .executableTarget(name: "fuzz-\(name)", dependencies: ["CacheTestSupport"], path: "Fuzz/\(name)")
+    }
 
 let package = Package(
     name: "LMDBCache",
@@ -61,7 +76,7 @@ let package = Package(
         // helper's deterministic write sequence.
         .target(
             name: "CacheTestSupport",
-            dependencies: ["LMDBCache"],
+            dependencies: ["LMDBCache", "CacheDump"],
             path: "Tests/CacheTestSupport"
         ),
         // A second real process for the multi-process and crash tests.
@@ -87,6 +102,6 @@ let package = Package(
             name: "LMDBCacheStressTests",
             dependencies: ["LMDBCache"]
         ),
-    ],
+    ] + fuzzTargets,
     swiftLanguageModes: [.v6]
 )

@@ -17,7 +17,7 @@ struct InspectionCommandTests {
         let text = try CacheDumpRun(["stats", cache.path])
         #expect(text.status == 0, "\(text.errorText)")
         #expect(text.lines.first == "entries               300")
-        #expect(text.text.contains("format version        1"))
+        #expect(text.text.contains("format version        \(Record.formatVersion)"))
         #expect(text.text.contains("damaged records       0"))
 
         let run = try CacheDumpRun(["stats", cache.path, "--json"])
@@ -29,7 +29,7 @@ struct InspectionCommandTests {
         let compressible = (0..<300).filter { $0 % 3 == 0 && SampleCache.value($0).count >= 512 }.count
         #expect(json["compressedEntries"] as? Int == compressible, "compressible values of 512 bytes or more")
         #expect((json["compressionRatio"] as? Double ?? 0) > 1)
-        #expect(json["formatVersion"] as? Int == 1)
+        #expect(json["formatVersion"] as? Int == Int(Record.formatVersion))
         #expect(json["expiredEntries"] as? Int == 0)
         #expect((json["fileSize"] as? Int ?? 0) >= (json["pagesInUse"] as? Int ?? 0) * (json["pageSize"] as? Int ?? 0))
         #expect((json["oldestAccess"] as? Int ?? 0) <= (json["newestAccess"] as? Int ?? -1))

@@ -4,6 +4,7 @@ import Foundation
 public final class HelperProcess: @unchecked Sendable {
     private let process: Process
     private let output: Pipe
+    private let errorOutput: Pipe
     /// Bytes read from its stdout that do not yet form a whole line; guarded by `lock`.
     private var buffer: [UInt8] = []
     private let lock = NSLock()
@@ -20,6 +21,8 @@ public final class HelperProcess: @unchecked Sendable {
         process.arguments = arguments
         output = Pipe()
         process.standardOutput = output
+        errorOutput = Pipe()
+        process.standardError = errorOutput
         try process.run()
     }
 
@@ -51,9 +54,22 @@ public final class HelperProcess: @unchecked Sendable {
         process.waitUntilExit()
     }
 
-    /// Waits for it to exit; returns its status.
+    /// Waits for it to exit; returns its status (the signal's number when a signal ended it).
     public func wait() -> Int32 {
         process.waitUntilExit()
         return process.terminationStatus
+    }
+
+    /// Waits for it to exit; the signal that ended it, if one did.
+    public func terminatingSignal() -> Int32? {
+        process.waitUntilExit()
+        return process.terminationReason == .uncaughtSignal ? process.terminationStatus : nil
+    }
+
+    /// Everything it wrote to stderr (its error messages, or a crash's backtrace). Waits for it to exit.
+    public func errorText() -> String {
+        let data = errorOutput.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
     }
 }

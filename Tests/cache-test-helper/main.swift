@@ -9,6 +9,14 @@
 //   cache-test-helper hold DIR
 //       opens the cache, reads its totals (so it holds a reader slot), prints "open" and waits.
 //       Meant to be killed.
+//   cache-test-helper mixed DIR PROCESS COUNT
+//       runs operations 0..<COUNT of MixedWorkload for PROCESS, flushing and printing
+//       "progress N" every 250; checks every value it reads with KeyedValue (exit 2 on a wrong
+//       one); prints "done COUNT" and exits 0
+//   cache-test-helper check DIR COUNT
+//       reads keys k0 ..< k<COUNT> (KeyedValue values), then writes and reads back a fresh key;
+//       prints "hits H misses M errors E wrong W fresh ok|refused|wrong" and exits 0 (a crash is
+//       a signal)
 import CacheTestSupport
 import Foundation
 import LMDBCache
@@ -56,6 +64,66 @@ do {
                 FileHandle.standardOutput.write(Data("flushed \(step)\n".utf8))
             }
         }
+    case "mixed":
+        guard arguments.count == 5, let process = Int(arguments[3]), let count = Int(arguments[4]) else {
+            fail("usage: mixed DIR PROCESS COUNT")
+        }
+        var configuration = DiskCache.Configuration()
+        configuration.initialMapSize = 1 << 20  // every process grows the map and adopts the others' growth
+        let disk = try DiskCache(directory: directory, configuration: configuration)
+        for index in 0..<count {
+            switch MixedWorkload.operation(process: process, index: index) {
+            case .set(let key, let seed, let expiry):
+                try disk.setData(
+                    KeyedValue.make(key: key, seed: seed), forKey: key, expiresAfter: expiry.map { .seconds($0) })
+            case .get(let key):
+                if let value = try disk.data(forKey: key), !KeyedValue.isValid(value, forKey: key) {
+                    FileHandle.standardError.write(Data("cache-test-helper: wrong value for \(key)\n".utf8))
+                    exit(2)
+                }
+            case .remove(let key): try disk.removeData(forKey: key)
+            case .trimToCount(let count): try disk.trim(toCount: count)
+            case .trimToCost(let cost): try disk.trim(toCost: cost)
+            case .removeExpired: try disk.removeExpired()
+            }
+            if (index + 1) % 250 == 0 {
+                try disk.flush()
+                FileHandle.standardOutput.write(Data("progress \(index + 1)\n".utf8))
+            }
+        }
+        try disk.flush()
+        disk.close()
+        FileHandle.standardOutput.write(Data("done \(count)\n".utf8))
+    case "check":
+        guard arguments.count == 4, let count = Int(arguments[3]) else { fail("usage: check DIR COUNT") }
+        let disk = try DiskCache(directory: directory)
+        var (hits, misses, errors, wrong) = (0, 0, 0, 0)
+        for index in 0..<count {
+            let key = "k\(index)"
+            do {
+                if let value = try disk.data(forKey: key) {
+                    if KeyedValue.isValid(value, forKey: key) { hits += 1 } else { wrong += 1 }
+                } else {
+                    misses += 1
+                }
+            } catch {
+                errors += 1
+            }
+        }
+        // The store may refuse writes now (LMDB found its pages damaged): a clear error is fine.
+        let fresh = KeyedValue.make(key: "fresh", seed: 99)
+        var freshOutcome = "ok"
+        do {
+            try disk.setData(fresh, forKey: "fresh")
+            try disk.flush()
+            if try disk.data(forKey: "fresh") != fresh { freshOutcome = "wrong" }
+        } catch let error as CacheError {
+            freshOutcome = "refused"
+            FileHandle.standardError.write(Data("cache-test-helper: fresh write refused: \(error)\n".utf8))
+        }
+        disk.close()
+        let summary = "hits \(hits) misses \(misses) errors \(errors) wrong \(wrong) fresh \(freshOutcome)"
+        FileHandle.standardOutput.write(Data((summary + "\n").utf8))
     case "hold":
         let disk = try DiskCache(directory: directory)
         _ = disk.totalCount

@@ -42,6 +42,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// The first write failure since the last ``flush()``.
     private let failure = Locked<(any Error)?>(nil)
     private let evictionToken: UInt64?
+    /// The disk store's dropped-write count when this cache opened (the store may outlive it).
+    private let droppedWritesAtOpen: Int
     private let isClosed = LockedFlag()
 
     /// Opens (creating when missing, owner-only) a two-tier cache whose disk tier lives in
@@ -67,6 +69,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             metrics: counters.memoryMetrics, logger: logger)
         let disk = try DiskCache(directory: directory, configuration: configuration.diskWithClock, logger: logger)
         self.disk = disk
+        droppedWritesAtOpen = disk.store.droppedWriteCount
         evictionToken = disk.store.observeEvictions { evictions in
             for eviction in evictions {
                 counters.diskRemoval(eviction.reason)
@@ -91,6 +94,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             configuration: configuration, removalListener: removalListener, metrics: counters.memoryMetrics,
             logger: logger)
         disk = nil
+        droppedWritesAtOpen = 0
         evictionToken = nil
     }
 
@@ -261,7 +265,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     ///
     /// Reading it also brings the metrics' entry and cost gauges up to date.
     public var statistics: CacheStatistics {
-        let statistics = counters.statistics(memory: memory.statistics)
+        var statistics = counters.statistics(memory: memory.statistics)
+        if let disk { statistics.failedWrites += disk.store.droppedWriteCount - droppedWritesAtOpen }
         if let disk, !isClosed.value {
             counters.diskMetrics.entries.set(disk.totalCount)
             counters.diskMetrics.cost.set(disk.totalCost)

@@ -12,7 +12,9 @@ public struct CacheStatistics: Sendable, Equatable {
     public var loads: Int
     /// Times a loader threw.
     public var loadFailures: Int
-    /// Values the codec could not encode or decode, and writes the disk tier refused.
+    /// Values the codec could not encode or decode, writes the disk tier refused, and queued
+    /// writes it dropped because they could not be committed (a full disk; ``Cache/flush()``
+    /// throws the error).
     public var failedWrites: Int
 }
 

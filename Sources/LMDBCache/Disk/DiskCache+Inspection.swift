@@ -74,7 +74,7 @@ extension DiskCache {
                 statistics.formatVersion = Int(try Totals.load(txn, store.db.info, Totals.formatKey))
                 try txn.forEach(store.db.records) { key, bytes in
                     statistics.entries += 1
-                    guard let header = try? Record.validate(bytes) else {
+                    guard let header = try? Record.validate(bytes, storedKey: Array(key)) else {
                         statistics.damagedRecords += 1
                         return true
                     }

@@ -89,7 +89,7 @@ public final class DiskCache: Sendable {
             }
             let record = value.withUnsafeBytes { bytes in
                 Record.encode(
-                    value: bytes, fullKey: storageKey.fullKey, now: now, expires: expires,
+                    value: bytes, key: storageKey, now: now, expires: expires,
                     threshold: configuration.compressionThreshold,
                     level: Int32(configuration.compressionLevel))
             }
@@ -151,7 +151,7 @@ public final class DiskCache: Sendable {
             let header: Record.Header
             let value: [UInt8]
             do throws(Record.Damage) {
-                header = try Record.validate(bytes)
+                header = try Record.validate(bytes, storedKey: storageKey.bytes)
                 guard Record.matches(bytes, header: header, key: storageKey), !header.isExpired(at: now)
                 else {
                     return .miss
@@ -182,7 +182,7 @@ public final class DiskCache: Sendable {
             }
             return try store.env.read { txn in
                 guard let bytes = try txn.get(store.db.records, storageKey.bytes),
-                    let header = Record.Header(bytes)
+                    let header = Record.Header(bytes), header.belongs(toStoredKey: storageKey.bytes)
                 else { return false }
                 return Record.matches(bytes, header: header, key: storageKey) && !header.isExpired(at: now)
             }

@@ -81,7 +81,7 @@ extension DiskStore {
                 if report.scanned.count % 4_096 == 0 { progress?(report.scanned.count) }
                 report.scanned.bytes += Totals.cost(keyLength: key.count, recordLength: value.count)
                 do throws(Record.Damage) {
-                    let header = try Record.validate(value)
+                    let header = try Record.validate(value, storedKey: Array(key))
                     if header.flags.contains(.compressed) { _ = try Record.value(value, header: header) }
                     records.append((Array(key), header.created, header.expires))
                     if header.expires != 0 { expiring += 1 }

@@ -25,6 +25,8 @@ final class DiskStore: Sendable {
     private let evictionObservers = Locked<(next: UInt64, observers: [UInt64: EvictionObserver])>((0, [:]))
     private let evictionQueue = DispatchQueue(label: "LMDBCache.DiskStore.evictions")
     private let failedWrites = Counter(label: "lmdbcache_disk_failed_writes_total")
+    /// Queued writes dropped because their batch failed (a full disk), for ``Cache/statistics``.
+    private let droppedWrites = Atomic<Int>(0)
     private let evictionMetrics = DiskEvictionMetrics()
 
     /// Most writes committed in one transaction.
@@ -69,7 +71,9 @@ final class DiskStore: Sendable {
                     try env.write { txn in
                         let stored = try Totals.load(txn, db.info, Totals.formatKey)
                         try checkFormat(stored)
-                        if stored == 0 {
+                        // Older versions of the library must not read this format's records, so the
+                        // store says which format it now holds.
+                        if stored < UInt64(Record.formatVersion) {
                             try Totals.store(txn, db.info, Totals.formatKey, UInt64(Record.formatVersion))
                         }
                     }
@@ -253,6 +257,7 @@ final class DiskStore: Sendable {
                 let cacheError = error as? CacheError ?? .lmdb(code: -1, operation: "write", message: "\(error)")
                 failure = cacheError
                 failedWrites.increment(by: batch.writes.count)
+                droppedWrites.add(batch.writes.count, ordering: .relaxed)
                 // flush() or the synchronous write throws it; a full disk is also logged as an
                 // error, since writes are being lost until space is freed.
                 logger.log(
@@ -396,7 +401,7 @@ final class DiskStore: Sendable {
         }
         for key in batch.damaged {
             guard let bytes = try txn.get(db.records, key.bytes) else { continue }
-            if (try? Record.validate(bytes)) == nil {
+            if (try? Record.validate(bytes, storedKey: key.bytes)) == nil {
                 try removeEntry(key.bytes, txn, &totals)
             }
         }
@@ -565,6 +570,9 @@ final class DiskStore: Sendable {
         var info = stat()
         return stat(path + "/data.mdb", &info) == 0 ? Int(info.st_size) : 0
     }
+
+    /// Queued writes dropped so far because their batch could not be committed.
+    var droppedWriteCount: Int { droppedWrites.load(ordering: .relaxed) }
 
     // MARK: Reads
 

@@ -38,7 +38,7 @@ package struct StoredEntry: Sendable, Equatable {
         created = 0
         self.accessed = 0
         do throws(Record.Damage) {
-            let header = try Record.validate(bytes)
+            let header = try Record.validate(bytes, storedKey: storedKey)
             key = Record.fullKey(bytes, header: header) ?? storedKey
             valueBytes = header.valueLength
             isCompressed = header.flags.contains(.compressed)

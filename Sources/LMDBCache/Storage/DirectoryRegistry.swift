@@ -87,6 +87,40 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: Sendable {
         guard access(directory, R_OK | W_OK | X_OK) == 0 else {
             throw CacheError.directoryUnavailable(path: directory, reason: "not readable and writable: \(errnoText())")
         }
+        try checkOwnership(directory)
+    }
+
+    /// The store's files, which must be regular files of the user when present.
+    static var storeFiles: [String] { ["data.mdb", "lock.mdb", "processes.lock", "space.reserve"] }
+
+    /// Refuses a directory, or a store file in it, that belongs to another user, and a store file
+    /// that is a symbolic link or not a regular file: another user could read or replace the
+    /// cache's contents. Checked explicitly because root passes every permission check.
+    static func checkOwnership(_ directory: String) throws {
+        let user = geteuid()
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            throw CacheError.directoryUnavailable(path: directory, reason: errnoText())
+        }
+        guard info.st_uid == user else {
+            throw CacheError.directoryUnavailable(
+                path: directory,
+                reason: "it belongs to uid \(info.st_uid), not to this process's uid \(user); "
+                    + "a cache directory must belong to the user that opens it")
+        }
+        for name in storeFiles {
+            let file = directory + "/" + name
+            guard lstat(file, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT != S_IFREG {
+                throw CacheError.directoryUnavailable(
+                    path: directory, reason: "\(name) is a symbolic link or not a regular file; remove it")
+            }
+            if info.st_uid != user {
+                throw CacheError.directoryUnavailable(
+                    path: directory,
+                    reason: "\(name) belongs to uid \(info.st_uid), not to this process's uid \(user)")
+            }
+        }
     }
 
     static func identity(of directory: String) throws -> DirectoryIdentity {

@@ -211,6 +211,10 @@ final class Environment: @unchecked Sendable {
             try LMDBStatus.check(
                 mdb_env_copy2(env, temporary, UInt32(MDB_CP_COMPACT)), "mdb_env_copy2(compact)", path: path)
         }
+        // mdb_env_copy2 creates the copy with mode 0644 less the umask: keep the store owner-only.
+        guard chmod(temporary + "/data.mdb", 0o600) == 0 else {
+            throw CacheError.directoryUnavailable(path: temporary, reason: "cannot restrict the copy: \(errnoText())")
+        }
         try resizeLock.withExclusiveLock {
             abortIdleReaders()
             mdb_env_close(env)
@@ -246,6 +250,9 @@ final class Environment: @unchecked Sendable {
             let access = options.readOnly ? MDB_RDONLY : 0
             let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags | access)
             try LMDBStatus.check(mdb_env_open(created, directory, flags, 0o600), "mdb_env_open", path: directory)
+            // Read-only opens never write; pages past a short file's end are free pages, which
+            // reads through the tree do not reach.
+            if !options.readOnly { try coverPagesInUse(created, directory) }
             var txn: OpaquePointer?
             try LMDBStatus.check(mdb_txn_begin(created, nil, UInt32(access), &txn), "mdb_txn_begin", path: directory)
             var opened: [String: Database] = [:]
@@ -263,10 +270,62 @@ final class Environment: @unchecked Sendable {
                 opened[name] = Database(handle: dbi)
             }
             try LMDBStatus.check(mdb_txn_commit(txn), "mdb_txn_commit", path: directory)
+            try probe(created, directory, options.databases.compactMap { opened[$0]?.handle })
             return (created, opened)
         } catch {
             mdb_env_close(created)
             throw error
+        }
+    }
+
+    /// Makes the data file reach the end of the pages its newest meta page counts.
+    ///
+    /// LMDB does not write pages a transaction allocated and freed again, so a sound file may end
+    /// before them; a truncated file ends before pages in use. Either way, touching a mapped page
+    /// past the end of the file would kill the process with SIGBUS. Extended (never shrunk, so
+    /// another process's writes are safe), the missing pages read as zeros, which LMDB reports as
+    /// damage and ``probe(_:_:_:)`` finds near the roots.
+    private static func coverPagesInUse(_ env: OpaquePointer, _ directory: String) throws {
+        var info = MDB_envinfo()
+        var statistics = MDB_stat()
+        try LMDBStatus.check(mdb_env_info(env, &info), "mdb_env_info", path: directory)
+        try LMDBStatus.check(mdb_env_stat(env, &statistics), "mdb_env_stat", path: directory)
+        var descriptor: Int32 = -1
+        try LMDBStatus.check(mdb_env_get_fd(env, &descriptor), "mdb_env_get_fd", path: directory)
+        var file = stat()
+        guard fstat(descriptor, &file) == 0 else {
+            throw CacheError.directoryUnavailable(path: directory, reason: "cannot stat data.mdb: \(errnoText())")
+        }
+        let needed = (Int(info.me_last_pgno) + 1) * Int(statistics.ms_psize)
+        guard Int(file.st_size) < needed else { return }
+        let code = posix_fallocate(descriptor, 0, off_t(needed))
+        if code == ENOSPC { throw CacheError.diskFull(path: directory) }
+        if code != 0 {
+            throw CacheError.directoryUnavailable(
+                path: directory, reason: "cannot extend data.mdb to its pages in use: \(errnoText(code))")
+        }
+    }
+
+    /// Reads the first and last entry of every database, so damage near the roots (a truncated
+    /// file's missing pages, a damaged branch page) is found on open, where the store can still be
+    /// set aside, rather than by later reads.
+    private static func probe(_ env: OpaquePointer, _ directory: String, _ databases: [MDB_dbi]) throws {
+        var txn: OpaquePointer?
+        try LMDBStatus.check(
+            mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin(probe)", path: directory)
+        defer { mdb_txn_abort(txn) }
+        for dbi in databases {
+            var cursor: OpaquePointer?
+            try LMDBStatus.check(mdb_cursor_open(txn, dbi, &cursor), "mdb_cursor_open(probe)", path: directory)
+            defer { mdb_cursor_close(cursor) }
+            var key = MDB_val()
+            var value = MDB_val()
+            for operation in [MDB_FIRST, MDB_LAST] {
+                let code = mdb_cursor_get(cursor, &key, &value, operation)
+                if code != MDB_SUCCESS && code != MDB_NOTFOUND {
+                    throw LMDBStatus.error(code, "reading the store's first and last entries", path: directory)
+                }
+            }
         }
     }
 
@@ -331,6 +390,24 @@ final class Environment: @unchecked Sendable {
     var readerSlotsInUse: Int {
         // mdb_reader_list prints a header line, then one line per slot in use.
         resizeLock.withSharedLock { max(0, Int(lmdbcache_reader_lines(env)) - 1) }
+    }
+
+    /// The process ids of the reader-table slots in use, one per slot.
+    var readerProcessIDs: [Int32] {
+        var lines: [String] = []
+        resizeLock.withSharedLock {
+            // mdb_reader_list prints a header line, then "pid thread txnid" for each slot in use.
+            withUnsafeMutablePointer(to: &lines) { lines in
+                _ = mdb_reader_list(
+                    env,
+                    { message, context in
+                        guard let message, let context else { return 0 }
+                        context.assumingMemoryBound(to: [String].self).pointee.append(String(cString: message))
+                        return 0
+                    }, lines)
+            }
+        }
+        return lines.dropFirst().compactMap { $0.split(separator: " ").first.flatMap { Int32($0) } }
     }
 
     /// Clears reader slots left by processes that died; returns how many were cleared.

@@ -35,6 +35,9 @@ enum LMDBStatus {
             return .diskFull(path: path)
         case ENOSPC, EFBIG, EDQUOT:
             return .diskFull(path: path)
+        case EIO where VolumeSpace.isNearlyFull(at: path):
+            // LMDB reports a short write as EIO: on a volume with no room left, that is a full disk.
+            return .diskFull(path: path)
         case MDB_READERS_FULL:
             return .resourceExhausted(resource: "every reader slot is in use", operation: operation)
         case MDB_DBS_FULL:

@@ -9,6 +9,11 @@ enum VolumeSpace {
         guard statvfs(path, &info) == 0 else { return nil }
         return Int(info.f_bavail) * Int(info.f_frsize)
     }
+
+    /// True when the volume holding `path` has less than 1 MiB available to the store.
+    static func isNearlyFull(at path: String) -> Bool {
+        available(at: path).map { $0 < 1 << 20 } ?? false
+    }
 }
 
 /// A file of reserved space in the cache directory: on a full volume even a transaction that only

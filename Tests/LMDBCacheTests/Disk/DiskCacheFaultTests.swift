@@ -112,7 +112,10 @@ struct DiskCacheFaultTests {
             }
             disk.close()
         }
-        #expect(throws: CacheError.unsupportedFormat(path: dir.url.standardizedFileURL.path, found: 99, supported: 1)) {
+        #expect(
+            throws: CacheError.unsupportedFormat(
+                path: dir.url.standardizedFileURL.path, found: 99, supported: Int(Record.formatVersion))
+        ) {
             _ = try DiskCache(directory: dir.url)
         }
     }

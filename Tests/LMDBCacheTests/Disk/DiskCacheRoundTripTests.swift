@@ -59,7 +59,7 @@ struct DiskCacheRoundTripTests {
         // Two distinct bytes: low entropy, yet only 600 bytes long, so deflate is tried.
         let value = (0..<600).map { UInt8($0 % 2) }
         let record = value.withUnsafeBytes {
-            Record.encode(value: $0, fullKey: nil, now: 1, expires: 0, threshold: 512, level: 1)
+            Record.encode(value: $0, key: try! StorageKey([1]), now: 1, expires: 0, threshold: 512, level: 1)
         }
         let header = try record.withUnsafeBytes { try Record.validate($0) }
         #expect(header.flags.contains(.compressed))
@@ -67,7 +67,7 @@ struct DiskCacheRoundTripTests {
 
         let tiny = [UInt8](repeating: 7, count: 100)
         let stored = tiny.withUnsafeBytes {
-            Record.encode(value: $0, fullKey: nil, now: 1, expires: 0, threshold: 512, level: 1)
+            Record.encode(value: $0, key: try! StorageKey([1]), now: 1, expires: 0, threshold: 512, level: 1)
         }
         #expect(stored.count == Record.headerSize + 100, "below the threshold values are stored raw")
     }

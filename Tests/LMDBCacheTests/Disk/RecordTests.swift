@@ -4,26 +4,29 @@ import Testing
 
 @Suite("Record format")
 struct RecordTests {
-    static func encode(_ value: [UInt8], fullKey: [UInt8]? = nil) -> [UInt8] {
+    static func encode(_ value: [UInt8], key: [UInt8] = [7]) -> [UInt8] {
         value.withUnsafeBytes {
-            Record.encode(value: $0, fullKey: fullKey, now: 1_000, expires: 2_000, threshold: 512, level: 1)
+            Record.encode(value: $0, key: try! StorageKey(key), now: 1_000, expires: 2_000, threshold: 512, level: 1)
         }
     }
 
     @Test("a record carries version, flags, times and lengths, and decodes to its value")
     func fields() throws {
         let value = sampleBytes(count: 2_000, compressible: true)
-        let record = Self.encode(value, fullKey: [1, 2, 3])
+        let key = [UInt8](repeating: 3, count: 600)
+        let storedKey = try StorageKey(key).bytes
+        let record = Self.encode(value, key: key)
         try record.withUnsafeBytes { bytes in
-            let header = try Record.validate(bytes)
+            let header = try Record.validate(bytes, storedKey: storedKey)
             #expect(header.version == Record.formatVersion)
             #expect(header.flags == [.compressed, .fullKey])
+            #expect(header.keyTag == Record.keyTag(storedKey))
             #expect(header.created == 1_000)
             #expect(header.expires == 2_000)
             #expect(header.valueLength == 2_000)
-            #expect(header.keyLength == 3)
+            #expect(header.keyLength == 600)
             #expect(try Record.value(bytes, header: header) == value)
-            #expect(Record.fullKey(bytes, header: header) == [1, 2, 3])
+            #expect(Record.fullKey(bytes, header: header) == key)
         }
     }
 
@@ -42,12 +45,38 @@ struct RecordTests {
         }
     }
 
+    @Test("a record found under another key than the one it was written for is damage, not a value")
+    func keyTagTiesRecordToKey() throws {
+        let record = Self.encode(sampleBytes(count: 100, compressible: false), key: Array("key-A".utf8))
+        record.withUnsafeBytes { bytes in
+            #expect(throws: Record.Damage.key) { try Record.validate(bytes, storedKey: Array("key-B".utf8)) }
+            #expect((try? Record.validate(bytes, storedKey: Array("key-A".utf8))) != nil)
+        }
+    }
+
+    @Test("a format 1 record (no key tag), as earlier versions wrote, is still read")
+    func formatOneIsRead() throws {
+        let value = sampleBytes(count: 1_000, compressible: true)
+        var record = Self.encode(value, key: Array("key-A".utf8))
+        record[0] = 1
+        record[2] = 0
+        record[3] = 0
+        record.withUnsafeMutableBytes { $0.storeLE(Record.checksum(UnsafeRawBufferPointer($0)), at: 4) }
+        try record.withUnsafeBytes { bytes in
+            let header = try Record.validate(bytes, storedKey: Array("key-A".utf8))
+            #expect(header.version == 1)
+            #expect(try Record.value(bytes, header: header) == value)
+        }
+    }
+
     @Test("a record of another format version or a truncated record is rejected")
     func versionAndLength() {
         var record = Self.encode([1, 2, 3])
         record.withUnsafeBytes { #expect((try? Record.validate(UnsafeRawBufferPointer(rebasing: $0[..<20]))) == nil) }
-        record[0] = Record.formatVersion + 1
-        record.withUnsafeBytes { #expect(Record.Header($0) == nil) }
+        for version in [0, Record.formatVersion + 1] {
+            record[0] = version
+            record.withUnsafeBytes { #expect(Record.Header($0) == nil, "version \(version)") }
+        }
     }
 }
 

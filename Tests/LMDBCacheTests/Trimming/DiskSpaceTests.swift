@@ -76,4 +76,63 @@ struct DiskSpaceTests {
         try disk.flush()
         #expect(try disk.data(forKey: "after") == [1, 2, 3])
     }
+
+    @Test("a full disk in synchronous mode: setData throws diskFull at once, reads and earlier values are intact")
+    func fullDiskSynchronous() throws {
+        let volume = try TmpfsVolume(megabytes: 8)
+        defer { volume.unmount() }
+        var configuration = DiskCache.Configuration()
+        configuration.compressionThreshold = nil
+        configuration.automaticTrimming = false
+        configuration.durability = .synchronous
+        configuration.initialMapSize = 1 << 20
+        let disk = try DiskCache(directory: volume.url.appendingPathComponent("cache"), configuration: configuration)
+        defer { disk.close() }
+        let value = { (seed: Int) in sampleBytes(count: 3_000, compressible: false, seed: UInt64(seed)) }
+        for i in 0..<200 { try disk.setData(value(i), forKey: "k\(i)") }
+        // A write that cannot fit even after the emergency trim evicts everything: 256 KiB free,
+        // 600 KB stored, the 1 MiB reserve, and a 4 MiB value.
+        let filler = try volume.fill("filler", bytes: max(0, volume.available - (256 << 10)))
+        let big = sampleBytes(count: 4 << 20, compressible: false, seed: 1)
+        #expect(throws: CacheError.diskFull(path: disk.directory.standardizedFileURL.path)) {
+            try disk.setData(big, forKey: "big")
+        }
+        #expect(try disk.data(forKey: "big") == nil, "the refused write is not readable")
+        // Reads work: every entry still there (the emergency trim may have evicted any) is its own.
+        for i in 0..<200 {
+            guard let found = try disk.data(forKey: "k\(i)") else { continue }
+            let isOwn = found == value(i)
+            #expect(isOwn, "k\(i) holds another value")
+        }
+        #expect(try disk.store.verify().isClean, "nothing stored was damaged")
+        try FileManager.default.removeItem(at: filler)
+        try disk.setData(big, forKey: "big")
+        let written = try disk.data(forKey: "big") == big
+        #expect(written, "writes succeed once space is freed")
+    }
+
+    @Test("a full disk under the two-tier cache: flush throws diskFull and statistics count the dropped write")
+    func fullDiskInStatistics() throws {
+        let volume = try TmpfsVolume(megabytes: 8)
+        defer { volume.unmount() }
+        var disk = DiskCache.Configuration()
+        disk.compressionThreshold = nil
+        disk.automaticTrimming = false
+        disk.initialMapSize = 1 << 20
+        let directory = volume.url.appendingPathComponent("cache")
+        let cache = try Cache<String, [UInt8]>(directory: directory, configuration: .init(disk: disk))
+        defer { cache.close() }
+        cache["before"] = [1, 2, 3]
+        try cache.flush()
+        // More than the volume can take even after evicting everything and freeing the reserve.
+        let filler = try volume.fill("filler", bytes: max(0, volume.available - (256 << 10)))
+        cache["big"] = sampleBytes(count: 4 << 20, compressible: false, seed: 1)
+        #expect(throws: CacheError.diskFull(path: directory.standardizedFileURL.path)) { try cache.flush() }
+        #expect(cache.statistics.failedWrites == 1, "the dropped write shows in statistics")
+        #expect(try cache.disk?.data(forKey: "big") == nil, "the dropped write is not on disk")
+        try FileManager.default.removeItem(at: filler)
+        cache["after"] = [4]
+        try cache.flush()
+        #expect(try cache.disk?.data(forKey: "after") == [4], "writes succeed once space is freed")
+    }
 }
