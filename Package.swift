@@ -5,8 +5,7 @@ let package = Package(
     name: "LMDBCache",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "LMDBCache", targets: ["LMDBCache"]),
-        .executable(name: "disk-bench", targets: ["disk-bench"]),
+        .library(name: "LMDBCache", targets: ["LMDBCache"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -35,12 +34,6 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
-        ),
-        // Exercises the disk tier at scale beside raw LMDB + zlib calls (the README's first command
-        // until the side-by-side harness under Benchmarks/ exists).
-        .executableTarget(
-            name: "disk-bench",
-            dependencies: ["LMDBCache", "CLMDB", "CZlib"]
         ),
         // What the tests and their helper process both need to know: sample values and the
         // helper's deterministic write sequence.
