@@ -49,7 +49,7 @@ struct BarChart {
         let barGap = 3.0
         let groupGap = 14.0
         let legendRows = (series.count + 3) / 4
-        var y = 58.0 + Double(legendRows) * 18.0
+        var y = 66.0 + Double(legendRows) * 18.0
         var body: [String] = []
         let sharedMaximum = groups.flatMap { $0.bars.map(\.value) }.max() ?? 1
         for group in groups {
@@ -76,7 +76,7 @@ struct BarChart {
         var legend: [String] = []
         for (index, name) in series.enumerated() {
             let x = 20.0 + Double(index % 4) * 235.0
-            let legendY = 50.0 + Double(index / 4) * 18.0
+            let legendY = 60.0 + Double(index / 4) * 18.0
             legend.append(#"<rect x="\#(x)" y="\#(legendY - 10)" width="12" height="12" fill="\#(color[name]!)"/>"#)
             legend.append(#"<text x="\#(x + 17)" y="\#(legendY)" class="legend">\#(escape(name))</text>"#)
         }

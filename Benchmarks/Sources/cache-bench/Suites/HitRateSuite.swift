@@ -96,7 +96,8 @@ struct HitRateSuite: Suite {
             parameters: [
                 (
                     "trace",
-                    "\(request.path) (\(trace.format.rawValue) format): \(trace.ids.count) requests, \(unique) objects"
+                    "\(options.trace == nil ? "Benchmarks/Traces/\(trace.name) (bundled)" : request.path) "
+                        + "(\(trace.format.rawValue) format): \(trace.ids.count) requests, \(unique) objects"
                 ),
                 (
                     "capacity",
@@ -109,7 +110,8 @@ struct HitRateSuite: Suite {
             notes: [
                 "Replay: each request is a lookup; a miss inserts the object. hit ratio = hits / requests.",
                 "LMDBCache: MemoryCache with its default configuration: its shards each hold an equal share of the "
-                    + "capacity and evict their own least recently used entry, so its LRU is approximate across shards.",
+                    + "capacity and evict their own least recently used entry, so its LRU is approximate across shards. Swift seeds its hashing per process, so keys fall into "
+                    + "other shards on every run and this row moves by a few hundredths of a point between runs.",
                 "LMDBCache (shards 1): the same with Configuration.shards = 1, one LRU list over the whole capacity. "
                     + "Not quite exact LRU either: a hit on an entry among the most recently moved eighth of its "
                     + "shard is not moved again (LRUShard.markUsed), which saves writes on hot keys.",
