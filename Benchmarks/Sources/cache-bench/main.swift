@@ -117,7 +117,8 @@ if let path = options.jsonPath {
         try writeJSON(RunReport(machine: machine, results: reports.flatMap(\.rows)), to: path)
         print("results written to \(path)")
     } catch {
-        fail("could not write \(path): \(error)")
+        FileHandle.standardError.write(Data("cache-bench: could not write \(path): \(error)\n".utf8))
+        exit(1)
     }
 }
 if let directory = options.reportDirectory {
@@ -125,6 +126,7 @@ if let directory = options.reportDirectory {
         try writeReport(reports, machine: machine, seconds: seconds, to: directory)
         print("report written to \(directory)/report.md")
     } catch {
-        fail("could not write the report to \(directory): \(error)")
+        FileHandle.standardError.write(Data("cache-bench: could not write the report to \(directory): \(error)\n".utf8))
+        exit(1)
     }
 }

@@ -156,10 +156,12 @@ extension SuiteReport {
     }
 }
 
-/// Writes `report` as pretty-printed JSON to `path`.
+/// Writes `report` as pretty-printed JSON to `path`, creating its directory if needed.
 func writeJSON(_ report: RunReport, to path: String) throws {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     let data = try encoder.encode(report)
-    try data.write(to: URL(fileURLWithPath: path))
+    let url = URL(fileURLWithPath: path)
+    try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+    try data.write(to: url)
 }
