@@ -21,7 +21,6 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "LMDBCache", targets: ["LMDBCache"]),
-        .executable(name: "disk-bench", targets: ["disk-bench"]),
         .executable(name: "cache-dump", targets: ["cache-dump"]),
     ],
     dependencies: [
@@ -65,12 +64,6 @@ let package = Package(
         .executableTarget(
             name: "cache-dump",
             dependencies: ["CacheDump"]
-        ),
-        // Exercises the disk tier at scale beside raw LMDB + zlib calls (the README's first command
-        // until the side-by-side harness under Benchmarks/ exists).
-        .executableTarget(
-            name: "disk-bench",
-            dependencies: ["LMDBCache", "CLMDB", "CZlib"]
         ),
         // What the tests and their helper process both need to know: sample values and the
         // helper's deterministic write sequence.

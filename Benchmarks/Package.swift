@@ -13,11 +13,56 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark.git", exact: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
+        // The C libraries the peers and trace readers call. The library keeps its own CLMDB and
+        // CZlib modules to itself, so the harness declares its own views of LMDB and zlib.
+        .systemLibrary(
+            name: "CSQLite",
+            path: "CShims/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            name: "CBenchLMDB",
+            path: "CShims/CBenchLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"])]
+        ),
+        .systemLibrary(
+            name: "CBenchZlib",
+            path: "CShims/CBenchZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+        // What both the harness and the micro-benchmarks store: deterministic keys and values
+        // (100 B and 4 KB JSON-like text, 4 KB random bytes) and the generator behind them.
+        .target(
+            name: "BenchmarkData",
+            path: "Sources/BenchmarkData"
+        ),
+        // LMDB and zlib called the way a careful C program would: the `LMDB-C` peer of cache-bench
+        // and disk-bench's baseline.
+        .target(
+            name: "RawLMDB",
+            dependencies: ["CBenchLMDB", "CBenchZlib"],
+            path: "Sources/RawLMDB"
+        ),
         // `cache-bench`: LMDBCache beside its peers, same workload, same run, interleaved repeats.
         .executableTarget(
             name: "cache-bench",
-            dependencies: [.product(name: "LMDBCache", package: "LMDBCache")],
+            dependencies: [
+                "BenchmarkData", "RawLMDB", "CSQLite", "CBenchZlib",
+                .product(name: "LMDBCache", package: "LMDBCache"),
+            ],
             path: "Sources/cache-bench"
+        ),
+        // `disk-bench`: the disk tier alone at scale (1M entries, trim latency) beside raw LMDB + zlib.
+        .executableTarget(
+            name: "disk-bench",
+            dependencies: [
+                "BenchmarkData", "RawLMDB",
+                .product(name: "LMDBCache", package: "LMDBCache"),
+            ],
+            path: "Sources/disk-bench"
         ),
         // package-benchmark micro-benchmarks: wall clock, throughput and malloc counts per operation.
         .executableTarget(
@@ -27,6 +72,16 @@ let package = Package(
                 .product(name: "LMDBCache", package: "LMDBCache"),
             ],
             path: "Benchmarks/MemoryBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "DiskBenchmarks",
+            dependencies: [
+                "BenchmarkData", "CBenchZlib",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "LMDBCache", package: "LMDBCache"),
+            ],
+            path: "Benchmarks/DiskBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ],

@@ -2,13 +2,13 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// A family of measurements run together: `memory` now; `disk`, `tiered` and `hitrate` later,
-/// each with its own protocol for the systems it compares (``MemorySystem`` for memory).
+/// A family of measurements run together (`memory`, `disk`, `tiered`, `hitrate`), each with its
+/// own protocol for the systems it compares (``MemorySystem``, ``DiskSystem``, ...).
 protocol Suite {
     /// The name `--suite` selects it by.
     var name: String { get }
     /// Runs every measurement of the suite, printing progress through `log`.
-    func run(options: Options, log: (String) -> Void) -> SuiteReport
+    func run(options: Options, log: (String) -> Void) throws -> SuiteReport
 }
 
 /// Settings from the command line that every suite reads.
@@ -17,42 +17,106 @@ struct Options: Sendable {
     var quick = false
     /// Where to write the results as JSON, if anywhere.
     var jsonPath: String?
+    /// Where to write `report.md` and one SVG chart per suite, if anywhere.
+    var reportDirectory: String?
+    /// A trace to replay instead of the bundled ones (`--trace`, `--trace-format`, `--sizes`).
+    var trace: TraceRequest?
+    /// Where the disk and tiered suites create their stores (removed at the end).
+    var scratchDirectory = FileManager.default.temporaryDirectory.path
     /// Interleaved repeats of each measurement; the report gives their median.
     var repeats: Int { quick ? 3 : 5 }
-    /// Operations timed together for the latency estimate.
+    /// Operations timed together for the memory suite's latency estimate.
     let batchSize = 1_000
 }
 
-/// What one suite measured, ready for the text table and the JSON file.
-struct SuiteReport: Codable, Sendable {
+/// What one suite measured, ready for the text table, the report and the JSON file.
+struct SuiteReport: Sendable {
     var suite: String
     /// Workload facts for the header: entry count, operations per run, value size, ...
-    var parameters: [String: String]
+    var parameters: [(String, String)]
     /// Free-form lines printed under the table (how latency was estimated, ...).
     var notes: [String]
     var rows: [ResultRow]
 }
 
-/// One system's result in one cell (operation, distribution, threads) of a suite.
+/// One system's result on one workload: a row of the table and an element of the JSON
+/// `results` array. The first ten fields are the JSON schema the issue fixes; the rest are extras.
 struct ResultRow: Codable, Sendable {
-    var operation: String
-    var distribution: String
-    var threads: Int
+    /// `memory`, `disk`, `tiered` or `hitrate`.
+    var suite: String
+    /// `LMDBCache` or a peer's name, exactly as the README lists them.
     var system: String
-    /// Median over the repeats of the aggregate throughput, in million operations per second.
-    var medianMops: Double
-    /// Every repeat's aggregate throughput, in run order.
-    var runsMops: [Double]
-    /// Median and 99th percentile of the per-operation time, estimated per batch (batch time /
-    /// batch size) over all threads and repeats, in nanoseconds.
-    var p50Nanos: Double
-    var p99Nanos: Double
-    /// This system's median throughput over the reference system's (LMDBCache) in the same cell.
-    var ratioToReference: Double?
-    /// Gets that found no value, over all repeats (each get is of a key that was inserted).
-    var misses: Int
-    /// Operations over all repeats.
-    var operations: Int
+    /// What was run, e.g. `get zipf`, `set`, `set synchronous`, or the trace's name.
+    var workload: String
+    var threads: Int
+    /// Bytes per value (0 where values do not matter, as in hit-rate replays).
+    var valueBytes: Int
+    /// Median over the repeats of the aggregate throughput.
+    var opsPerSecond: Double
+    /// Median and 99th percentile of the time per operation (see the suite's notes for how).
+    var p50Nanoseconds: Double
+    var p99Nanoseconds: Double
+    /// Hit-rate suite: the cache's capacity (entries, or bytes for byte-bounded traces).
+    var capacity: Int?
+    /// Hit-rate suite: hits over requests, 0–1; tiered suite: lookups served by either tier.
+    var hitRatio: Double?
+
+    /// Hit-rate suite: `entries` or `bytes`, what ``capacity`` counts.
+    var capacityUnit: String?
+    /// How the system was driven when it matters, e.g. `pipelined 100` (Redis) or `shards 1`.
+    var variant: String?
+    /// This row's throughput (or hit ratio, in the hit-rate suite) over LMDBCache's on the same workload.
+    var ratioToLMDBCache: Double?
+    /// Every repeat's throughput, in run order.
+    var runsOpsPerSecond: [Double] = []
+    /// Tiered suite: lookups the memory tier served, and the share of its misses the disk served.
+    var memoryHitRatio: Double?
+    var diskHitRatio: Double?
+    /// Hit-rate suite: the published figure for the same policy, trace and capacity, 0–1.
+    var referenceHitRatio: Double?
+    /// Lookups of keys that should have been present but were not, over all repeats.
+    var misses: Int?
+
+    /// The system's name with its variant, as the tables print it.
+    var label: String { variant.map { "\(system) (\($0))" } ?? system }
+}
+
+/// Summarizes interleaved runs of one system on one workload: median throughput, latency
+/// percentiles over every timed operation (or batch) of every run.
+func summarize(
+    suite: String, system: String, variant: String? = nil, workload: String, threads: Int, valueBytes: Int,
+    runs: [RunSample]
+) -> ResultRow {
+    let batches = runs.flatMap(\.batchNanos)
+    let batchSize = Double(runs.first?.batchSize ?? 1)
+    return ResultRow(
+        suite: suite, system: system, workload: workload, threads: threads, valueBytes: valueBytes,
+        opsPerSecond: runs.map(\.operationsPerSecond).median,
+        p50Nanoseconds: Double(batches.percentile(0.50)) / batchSize,
+        p99Nanoseconds: Double(batches.percentile(0.99)) / batchSize,
+        variant: variant, runsOpsPerSecond: runs.map(\.operationsPerSecond),
+        misses: runs.reduce(0) { $0 + $1.misses })
+}
+
+extension [ResultRow] {
+    /// Sets every row's ratio to the `LMDBCache` row (without a variant) of the same workload,
+    /// threads and value size.
+    mutating func computeRatios() {
+        for index in indices {
+            let row = self[index]
+            guard
+                let reference = first(where: {
+                    $0.system == "LMDBCache" && $0.variant == nil && $0.workload == row.workload
+                        && $0.threads == row.threads && $0.valueBytes == row.valueBytes && $0.capacity == row.capacity
+                })
+            else { continue }
+            if let hit = row.hitRatio, let referenceHit = reference.hitRatio, row.capacity != nil {
+                self[index].ratioToLMDBCache = referenceHit > 0 ? hit / referenceHit : nil
+            } else if reference.opsPerSecond > 0 {
+                self[index].ratioToLMDBCache = row.opsPerSecond / reference.opsPerSecond
+            }
+        }
+    }
 }
 
 // MARK: - Timing

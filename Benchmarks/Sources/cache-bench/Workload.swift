@@ -1,29 +1,9 @@
+import BenchmarkData
 import Foundation
 
 // Keys, the shared value, and the pre-generated key sequences every system is driven with.
 //
 // Everything here is built before any timing starts, so a measured loop only indexes arrays.
-
-/// SplitMix64 (Steele, Lea and Flood): small, fast and deterministic, so every run and every
-/// system sees the same sequences.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A double uniformly distributed in [0, 1), from the top 53 bits.
-    mutating func nextUnit() -> Double {
-        Double(next() >> 11) * 0x1.0p-53
-    }
-}
 
 /// How keys are drawn for the measured operations.
 enum Distribution: String, CaseIterable, Codable, Sendable {

@@ -1,19 +1,28 @@
+import BenchmarkData
 import Foundation
 
 // cache-bench: LMDBCache beside its peers on the same workload, in the same process and run.
 //
-//   swift run -c release --package-path Benchmarks cache-bench [--suite memory|all] [--quick] [--json PATH]
+//   swift run -c release --package-path Benchmarks cache-bench [--suite NAME] [--quick] [--json PATH] [--report DIR]
 
-/// Every suite, in the order `all` runs them (disk, tiered and hitrate come later).
-let allSuites: [any Suite] = [MemorySuite()]
+/// Every suite, in the order `all` runs them.
+let allSuites: [any Suite] = [MemorySuite(), DiskSuite(), TieredSuite(), HitRateSuite()]
 
 let usage = """
-    usage: cache-bench [--suite NAME] [--quick] [--json PATH]
+    usage: cache-bench [--suite NAME] [--quick] [--json PATH] [--report DIR]
+                       [--trace PATH --trace-format arc|oracle --sizes N,N,...] [--dir PATH]
 
-      --suite NAME   which suite to run: \(allSuites.map(\.name).joined(separator: ", ")), or all (default: memory)
-      --quick        smaller data sets and 3 repeats instead of 5: a whole run well under a minute
-      --json PATH    also write the results, with the machine description, as JSON to PATH
-      -h, --help     show this help
+      --suite NAME          \(allSuites.map(\.name).joined(separator: ", ")), or all (the default)
+      --quick               small data sets and few repeats: a whole run under a minute (CI runs it)
+      --json PATH           also write {"machine": {...}, "results": [...]} to PATH
+      --report DIR          also write DIR/report.md with the tables and DIR/<suite>.svg charts
+      --trace PATH          hitrate: replay this trace (gzip or plain) instead of the bundled one
+      --trace-format F      arc (the ARC paper's .lis, count-bounded) or oracle (libCacheSim's
+                            oracleGeneral .bin, byte-bounded); default: by the file name
+      --sizes N,N,...       hitrate: capacities; entries for arc, bytes for oracle (K, M, G suffixes
+                            are binary: 128M is 128 MiB)
+      --dir PATH            where the disk and tiered suites create their stores (default: temp dir)
+      -h, --help            show this help
     """
 
 func fail(_ message: String) -> Never {
@@ -22,24 +31,46 @@ func fail(_ message: String) -> Never {
 }
 
 var options = Options()
-var suiteName = "memory"
+var suiteName = "all"
+var tracePath: String?
+var traceFormat: TraceFormat?
+var traceSizes: [Int]?
 var arguments = CommandLine.arguments.dropFirst()
+@MainActor
+func value(after flag: String) -> String {
+    guard let value = arguments.popFirst() else { fail("\(flag) needs a value") }
+    return value
+}
 while let argument = arguments.popFirst() {
     switch argument {
-    case "--suite":
-        guard let value = arguments.popFirst() else { fail("--suite needs a name") }
-        suiteName = value
-    case "--quick":
-        options.quick = true
-    case "--json":
-        guard let value = arguments.popFirst() else { fail("--json needs a path") }
-        options.jsonPath = value
+    case "--suite": suiteName = value(after: argument)
+    case "--quick": options.quick = true
+    case "--json": options.jsonPath = value(after: argument)
+    case "--report": options.reportDirectory = value(after: argument)
+    case "--dir": options.scratchDirectory = value(after: argument)
+    case "--trace": tracePath = value(after: argument)
+    case "--trace-format":
+        let name = value(after: argument)
+        guard let format = TraceFormat(rawValue: name) else { fail("unknown trace format \(name)") }
+        traceFormat = format
+    case "--sizes":
+        let list = value(after: argument).split(separator: ",").map { parseSize(String($0)) }
+        guard !list.isEmpty, list.allSatisfy({ ($0 ?? 0) > 0 }) else { fail("--sizes needs positive sizes") }
+        traceSizes = list.map { $0! }
     case "-h", "--help":
         print(usage)
         exit(0)
     default:
         fail("unknown argument \(argument)")
     }
+}
+if let tracePath {
+    guard let format = traceFormat ?? TraceFormat(guessingFrom: tracePath) else {
+        fail("cannot tell the format of \(tracePath): give --trace-format arc or oracle")
+    }
+    options.trace = TraceRequest(path: tracePath, format: format, sizes: traceSizes)
+} else if traceSizes != nil || traceFormat != nil {
+    fail("--sizes and --trace-format go with --trace")
 }
 
 let suites: [any Suite]
@@ -55,7 +86,7 @@ if suiteName == "all" {
     print("WARNING: a debug build; build with -c release for meaningful figures.\n")
 #endif
 
-let machine = Machine.current()
+let machine = Machine.current(quick: options.quick)
 print("cache-bench\(options.quick ? " --quick" : ""): \(machine.description)")
 let started = Date()
 
@@ -66,22 +97,36 @@ func log(_ line: String) {
 
 var reports: [SuiteReport] = []
 for suite in suites {
-    let report = suite.run(options: options, log: log)
-    reports.append(report)
-    print("")
-    print(report.render())
+    do {
+        let report = try suite.run(options: options, log: log)
+        reports.append(report)
+        print("")
+        print(report.render())
+    } catch {
+        FileHandle.standardError.write(Data("cache-bench: the \(suite.name) suite failed: \(error)\n".utf8))
+        exit(1)
+    }
 }
+let seconds = Date().timeIntervalSince(started)
 print("")
 print("machine: \(machine.description)")
-print("total time: \(format(Date().timeIntervalSince(started), decimals: 1)) s")
+print("total time: \(format(seconds, decimals: 1)) s")
 
 if let path = options.jsonPath {
-    let report = RunReport(
-        date: ISO8601DateFormatter().string(from: started), quick: options.quick, machine: machine, suites: reports)
     do {
-        try writeJSON(report, to: path)
+        try writeJSON(RunReport(machine: machine, results: reports.flatMap(\.rows)), to: path)
         print("results written to \(path)")
     } catch {
-        fail("could not write \(path): \(error)")
+        FileHandle.standardError.write(Data("cache-bench: could not write \(path): \(error)\n".utf8))
+        exit(1)
+    }
+}
+if let directory = options.reportDirectory {
+    do {
+        try writeReport(reports, machine: machine, seconds: seconds, to: directory)
+        print("report written to \(directory)/report.md")
+    } catch {
+        FileHandle.standardError.write(Data("cache-bench: could not write the report to \(directory): \(error)\n".utf8))
+        exit(1)
     }
 }

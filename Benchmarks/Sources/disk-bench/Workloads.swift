@@ -1,5 +1,7 @@
+import BenchmarkData
 import Foundation
 import LMDBCache
+import RawLMDB
 
 /// Sizes and round counts of one run.
 struct BenchOptions: Sendable {

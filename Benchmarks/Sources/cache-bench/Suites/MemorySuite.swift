@@ -142,7 +142,7 @@ struct MemorySuite: Suite {
 
     func run(options: Options, log: (String) -> Void) -> SuiteReport {
         let entries = options.quick ? 100_000 : 1_000_000
-        let operations = options.quick ? 200_000 : 1_000_000
+        let operations = options.quick ? 100_000 : 1_000_000
         let threadCounts = [1, 2]
         let batchSize = options.batchSize
 
@@ -166,7 +166,7 @@ struct MemorySuite: Suite {
                     let cellRows = measure(cell, systems: systems, repeats: options.repeats, batchSize: batchSize)
                     log(
                         "memory: \(cell.label): "
-                            + cellRows.map { "\($0.system) \(format($0.medianMops, decimals: 2))" }
+                            + cellRows.map { "\($0.system) \(format($0.opsPerSecond / 1e6, decimals: 2))" }
                             .joined(separator: ", ") + " Mops/s")
                     rows += cellRows
                 }
@@ -176,11 +176,12 @@ struct MemorySuite: Suite {
         // A get of an inserted key should hit, and a count limit equal to the entry count should
         // keep every entry: say so where a system did otherwise.
         var warnings: [String] = []
-        for row in rows where row.misses > 0 {
-            let percent = format(Double(row.misses) * 100 / Double(row.operations), decimals: 2)
+        for row in rows where (row.misses ?? 0) > 0 {
+            let operations = operations * options.repeats
+            let percent = format(Double(row.misses ?? 0) * 100 / Double(operations), decimals: 2)
             warnings.append(
-                "\(row.system) missed \(row.misses) of \(row.operations) gets (\(percent)%) in "
-                    + "\(row.operation) \(row.distribution) \(row.threads)t, though every key was inserted")
+                "\(row.system) missed \(row.misses ?? 0) of \(operations) gets (\(percent)%) in "
+                    + "\(row.workload) \(row.threads)t, though every key was inserted")
         }
         for system in systems {
             if let count = system.count(), count != entries {
@@ -194,16 +195,19 @@ struct MemorySuite: Suite {
         return SuiteReport(
             suite: name,
             parameters: [
-                "entries": "\(entries)",
-                "keys": "String \"key-<n>\", pre-built (NSString for NSCache)",
-                "value": "a [UInt8] of 100 bytes per key (distinct arrays)",
-                "operations per run": "\(operations) (split evenly over the threads)",
-                "repeats": "\(options.repeats), interleaved; median reported",
-                "distributions": "uniform; Zipf(\(Distribution.zipfExponent)) with ranks permuted "
-                    + "(hottest 1% of keys take \(zipfShare)% of draws)",
+                ("entries", "\(entries)"),
+                ("keys", "String \"key-<n>\", pre-built (NSString for NSCache)"),
+                ("value", "a [UInt8] of 100 bytes per key (distinct arrays)"),
+                ("operations per run", "\(operations) (split evenly over the threads)"),
+                ("repeats", "\(options.repeats), interleaved; median reported"),
+                (
+                    "distributions",
+                    "uniform; Zipf(\(Distribution.zipfExponent)) with ranks permuted "
+                        + "(hottest 1% of keys take \(zipfShare)% of draws)"
+                ),
             ],
             notes: [
-                "Mops/s: aggregate throughput of all threads, first start to last end (threads released by a barrier).",
+                "ops/s: aggregate throughput of all threads, first start to last end (threads released by a barrier).",
                 "p50/p99: per-operation time estimated by timing batches of \(batchSize) operations "
                     + "(batch time / \(batchSize)), over all threads and repeats; not single-operation latencies.",
                 "vs \(reference): the system's median throughput divided by \(reference)'s in the same row group.",
@@ -218,7 +222,9 @@ struct MemorySuite: Suite {
         var distribution: Distribution
         var threads: Int
 
-        var label: String { "\(operation.rawValue) \(distribution.rawValue) \(threads)t" }
+        var label: String { "\(workload) \(threads)t" }
+        /// The workload's name in the results, e.g. `get zipf`.
+        var workload: String { "\(operation.rawValue) \(distribution.rawValue)" }
     }
 
     /// Runs every system on `cell` `repeats` times, interleaved, and summarizes each; the first
@@ -234,18 +240,11 @@ struct MemorySuite: Suite {
             }
         }
         var rows = zip(systems, samples).map { system, runs in
-            let throughputs = runs.map { $0.operationsPerSecond / 1e6 }
-            let batches = runs.flatMap(\.batchNanos)
-            return ResultRow(
-                operation: cell.operation.rawValue, distribution: cell.distribution.rawValue, threads: cell.threads,
-                system: system.name, medianMops: throughputs.median, runsMops: throughputs,
-                p50Nanos: Double(batches.percentile(0.50)) / Double(batchSize),
-                p99Nanos: Double(batches.percentile(0.99)) / Double(batchSize),
-                ratioToReference: nil, misses: runs.reduce(0) { $0 + $1.misses },
-                operations: runs.reduce(0) { $0 + $1.operations })
+            summarize(
+                suite: name, system: system.name, workload: cell.workload, threads: cell.threads, valueBytes: 100,
+                runs: runs)
         }
-        let referenceMops = rows[0].medianMops
-        for index in rows.indices { rows[index].ratioToReference = rows[index].medianMops / referenceMops }
+        rows.computeRatios()
         return rows
     }
 }

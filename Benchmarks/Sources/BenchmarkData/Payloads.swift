@@ -1,28 +1,5 @@
-/// SplitMix64 (Steele, Lea and Flood, 2014): a tiny deterministic generator, so every run writes
-/// the same keys, values and read orders.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        return Self.mix(state)
-    }
-
-    /// The SplitMix64 finaliser: a bijective scramble of `value`.
-    static func mix(_ value: UInt64) -> UInt64 {
-        var z = value
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The kinds of value the benchmarks store.
-enum Payload: String, CaseIterable, Codable, Sendable {
+public enum Payload: String, CaseIterable, Codable, Sendable {
     /// 100 bytes of JSON-like text (below the default compression threshold, so stored as is).
     case json100
     /// 4 KiB of JSON-like text (compresses about 2-3×).
@@ -31,7 +8,7 @@ enum Payload: String, CaseIterable, Codable, Sendable {
     case random4K
 
     /// Bytes per value.
-    var size: Int {
+    public var size: Int {
         switch self {
         case .json100: return 100
         case .json4K, .random4K: return 4_096
@@ -39,7 +16,7 @@ enum Payload: String, CaseIterable, Codable, Sendable {
     }
 
     /// A short label for the report, e.g. `4 KB json`.
-    var label: String {
+    public var label: String {
         switch self {
         case .json100: return "100 B json"
         case .json4K: return "4 KB json"
@@ -50,7 +27,7 @@ enum Payload: String, CaseIterable, Codable, Sendable {
     /// `count` distinct values of this kind; value `i` of a benchmark is `pool[i % count]`.
     ///
     /// A pool keeps memory small at a million keys while every compression still does real work.
-    func pool(count: Int, seed: UInt64) -> [[UInt8]] {
+    public func pool(count: Int, seed: UInt64) -> [[UInt8]] {
         var random = SplitMix64(seed: seed ^ UInt64(size))
         return (0..<count).map { _ in
             switch self {
@@ -62,7 +39,7 @@ enum Payload: String, CaseIterable, Codable, Sendable {
 }
 
 /// Random bytes, eight at a time.
-func randomBytes(count: Int, using random: inout SplitMix64) -> [UInt8] {
+public func randomBytes(count: Int, using random: inout SplitMix64) -> [UInt8] {
     [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
         var index = 0
         while index < count {
@@ -79,7 +56,7 @@ func randomBytes(count: Int, using random: inout SplitMix64) -> [UInt8] {
 
 /// Generates text shaped like a JSON API response: an array of small objects with ids, names,
 /// tags, numbers and a sentence of words from a fixed vocabulary.
-enum JSONText {
+public enum JSONText {
     private static let words = [
         "cache", "swift", "linux", "server", "request", "response", "latency", "memory", "disk",
         "value", "record", "index", "commit", "reader", "writer", "batch", "page", "tree", "leaf",
@@ -92,7 +69,7 @@ enum JSONText {
     private static let statuses = ["active", "pending", "archived", "deleted"]
 
     /// Exactly `size` bytes of JSON-like text (the last object is cut off at the limit).
-    static func make(size: Int, using random: inout SplitMix64) -> [UInt8] {
+    public static func make(size: Int, using random: inout SplitMix64) -> [UInt8] {
         var text = "["
         while text.utf8.count < size {
             if text.utf8.count > 1 { text += "," }
@@ -118,7 +95,7 @@ enum JSONText {
 
 /// `count` distinct keys such as `item:9f3c0a51d2e4b786` (21 bytes), in no sorted order, so
 /// inserts land all over the B-tree as a real cache's hashed or random keys do.
-func makeKeys(count: Int, salt: UInt64) -> [[UInt8]] {
+public func makeKeys(count: Int, salt: UInt64) -> [[UInt8]] {
     (0..<count).map { index in
         let hex = String(SplitMix64.mix(UInt64(index) ^ salt), radix: 16)
         return Array("item:\(String(repeating: "0", count: 16 - hex.utf8.count))\(hex)".utf8)
@@ -126,7 +103,7 @@ func makeKeys(count: Int, salt: UInt64) -> [[UInt8]] {
 }
 
 /// A random permutation of `0..<count`.
-func shuffledIndices(count: Int, seed: UInt64) -> [Int] {
+public func shuffledIndices(count: Int, seed: UInt64) -> [Int] {
     var random = SplitMix64(seed: seed)
     var indices = Array(0..<count)
     indices.shuffle(using: &random)

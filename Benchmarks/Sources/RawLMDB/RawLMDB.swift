@@ -1,9 +1,11 @@
-import CLMDB
-import CZlib
+import CBenchLMDB
+import CBenchZlib
 
 /// A failed call or check in the benchmark, with a message saying which.
-struct BenchError: Error, CustomStringConvertible {
-    let description: String
+public struct BenchError: Error, CustomStringConvertible {
+    public let description: String
+
+    public init(description: String) { self.description = description }
 }
 
 /// Throws when `code` is not `MDB_SUCCESS`.
@@ -20,19 +22,22 @@ private func lmdbError(_ code: Int32, _ operation: String) -> BenchError {
 ///
 /// Reads reuse one read-only transaction (`mdb_txn_reset` after each lookup, `mdb_txn_renew`
 /// before the next). Not thread-safe; the benchmarks use it from one thread.
-final class RawLMDB {
+public final class RawLMDB {
     private let env: OpaquePointer
     private let dbi: MDB_dbi
     private var reader: OpaquePointer?
+    /// The write transaction ``put(_:_:perTransaction:)`` keeps open between calls.
+    private var writer: OpaquePointer?
+    private var writesInTransaction = 0
     private var isClosed = false
 
     /// Environment flags of the batched baseline: no thread-local reader slots, no syncs on commit.
-    static let batchedFlags = MDB_NOTLS | MDB_NOSYNC
+    public static let batchedFlags = MDB_NOTLS | MDB_NOSYNC
     /// Environment flags of the synchronous baseline: every commit syncs data and meta pages.
-    static let synchronousFlags = MDB_NOTLS
+    public static let synchronousFlags = MDB_NOTLS
 
     /// Opens (creating) an environment in the existing `directory`.
-    init(directory: String, flags: Int32 = RawLMDB.batchedFlags, mapSize: Int = 8 << 30) throws {
+    public init(directory: String, flags: Int32 = RawLMDB.batchedFlags, mapSize: Int = 8 << 30) throws {
         var created: OpaquePointer?
         try check(mdb_env_create(&created), "mdb_env_create")
         guard let created else { throw BenchError(description: "mdb_env_create returned no environment") }
@@ -61,9 +66,11 @@ final class RawLMDB {
     }
 
     /// Ends the reused read transaction and closes the environment. Later calls are errors.
-    func close() {
+    public func close() {
         guard !isClosed else { return }
         isClosed = true
+        if let writer { mdb_txn_abort(writer) }
+        writer = nil
         if let reader { mdb_txn_abort(reader) }
         reader = nil
         mdb_env_close(env)
@@ -73,7 +80,7 @@ final class RawLMDB {
 
     /// Puts `count` entries, `perTransaction` to a write transaction; `key(i)` and `value(i)` give
     /// entry `i`. Does not sync (see ``sync()``) unless the environment syncs on commit.
-    func put(
+    public func put(
         count: Int, perTransaction: Int, key: (Int) -> [UInt8], value: (Int) -> [UInt8]
     ) throws {
         var start = 0
@@ -94,18 +101,40 @@ final class RawLMDB {
         }
     }
 
+    /// Puts one entry into a write transaction kept open between calls, committing it after
+    /// `perTransaction` puts (1: every put commits, and syncs unless the environment has
+    /// `MDB_NOSYNC`). ``commit()`` commits the rest.
+    public func put(_ key: [UInt8], _ value: [UInt8], perTransaction: Int) throws {
+        if writer == nil {
+            var txn: OpaquePointer?
+            try check(mdb_txn_begin(env, nil, 0, &txn), "mdb_txn_begin")
+            writer = txn
+        }
+        try put(writer, key, value)
+        writesInTransaction += 1
+        if writesInTransaction >= perTransaction { try commit() }
+    }
+
+    /// Commits the write transaction ``put(_:_:perTransaction:)`` left open, if any.
+    public func commit() throws {
+        guard let txn = writer else { return }
+        writer = nil
+        writesInTransaction = 0
+        try check(mdb_txn_commit(txn), "mdb_txn_commit")
+    }
+
     private func put(_ txn: OpaquePointer?, _ key: [UInt8], _ value: [UInt8]) throws {
         try key.withUnsafeBytes { keyBytes in
             try value.withUnsafeBytes { valueBytes in
-                var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
-                var v = lmdbcache_val(valueBytes.baseAddress, valueBytes.count)
+                var k = bench_mdb_val(keyBytes.baseAddress, keyBytes.count)
+                var v = bench_mdb_val(valueBytes.baseAddress, valueBytes.count)
                 try check(mdb_put(txn, dbi, &k, &v, 0), "mdb_put")
             }
         }
     }
 
     /// Flushes buffered pages and the meta page to disk (`mdb_env_sync(env, 1)`).
-    func sync() throws {
+    public func sync() throws {
         try check(mdb_env_sync(env, 1), "mdb_env_sync")
     }
 
@@ -114,11 +143,11 @@ final class RawLMDB {
     /// Looks `key` up in the reused read transaction and passes the value (valid only inside
     /// `body`) to `body`; nil when the key is missing.
     @inline(__always)
-    func withValue<T>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+    public func withValue<T>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
         let txn = try renewedReader()
         defer { mdb_txn_reset(txn) }
         return try key.withUnsafeBytes { keyBytes -> T? in
-            var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
+            var k = bench_mdb_val(keyBytes.baseAddress, keyBytes.count)
             var v = MDB_val()
             let code = mdb_get(txn, dbi, &k, &v)
             if code == MDB_NOTFOUND { return nil }
@@ -141,14 +170,14 @@ final class RawLMDB {
 
 /// A raw-deflate stream (no zlib header or adler32, as the library writes) reused across calls
 /// with `deflateReset`.
-final class RawDeflater {
+public final class RawDeflater {
     private let stream: UnsafeMutablePointer<z_stream>
 
     /// A stream at zlib `level` (the library's default is 1).
-    init(level: Int32) throws {
+    public init(level: Int32) throws {
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
-        let status = lmdbcache_deflate_init(stream, level)
+        let status = bench_deflate_init(stream, level)
         guard status == Z_OK else {
             stream.deallocate()
             throw BenchError(description: "deflateInit2 failed (\(status))")
@@ -161,7 +190,7 @@ final class RawDeflater {
     }
 
     /// `input` deflated (stored blocks when it does not shrink, as zlib does).
-    func deflate(_ input: [UInt8]) throws -> [UInt8] {
+    public func deflate(_ input: [UInt8]) throws -> [UInt8] {
         defer { deflateReset(stream) }
         let bound = Int(deflateBound(stream, uLong(input.count)))
         var status: Int32 = Z_OK
@@ -171,7 +200,7 @@ final class RawDeflater {
                 stream.pointee.avail_in = uInt(source.count)
                 stream.pointee.next_out = buffer.baseAddress
                 stream.pointee.avail_out = uInt(bound)
-                status = CZlib.deflate(stream, Z_FINISH)
+                status = CBenchZlib.deflate(stream, Z_FINISH)
                 count = status == Z_STREAM_END ? Int(stream.pointee.total_out) : 0
             }
         }
@@ -181,13 +210,13 @@ final class RawDeflater {
 }
 
 /// A raw-inflate stream reused across calls with `inflateReset`.
-final class RawInflater {
+public final class RawInflater {
     private let stream: UnsafeMutablePointer<z_stream>
 
-    init() throws {
+    public init() throws {
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
-        let status = lmdbcache_inflate_init(stream)
+        let status = bench_inflate_init(stream)
         guard status == Z_OK else {
             stream.deallocate()
             throw BenchError(description: "inflateInit2 failed (\(status))")
@@ -202,7 +231,7 @@ final class RawInflater {
     /// `input` inflated into a new array of exactly `length` bytes; nil when it is not a complete
     /// deflate stream of that length.
     @inline(__always)
-    func inflate(_ input: UnsafeRawBufferPointer, length: Int) -> [UInt8]? {
+    public func inflate(_ input: UnsafeRawBufferPointer, length: Int) -> [UInt8]? {
         defer { inflateReset(stream) }
         var ok = false
         let output = [UInt8](unsafeUninitializedCapacity: length) { buffer, count in
@@ -211,7 +240,7 @@ final class RawInflater {
             stream.pointee.avail_in = uInt(input.count)
             stream.pointee.next_out = buffer.baseAddress
             stream.pointee.avail_out = uInt(length)
-            let status = CZlib.inflate(stream, Z_FINISH)
+            let status = CBenchZlib.inflate(stream, Z_FINISH)
             ok = status == Z_STREAM_END && Int(stream.pointee.total_out) == length
             count = ok ? length : 0
         }
@@ -221,14 +250,14 @@ final class RawInflater {
 
 /// The baseline's stored form of a compressed value: a 4-byte little-endian original length,
 /// then the raw-deflated bytes.
-enum DeflatedValue {
-    static func encode(_ value: [UInt8], with deflater: RawDeflater) throws -> [UInt8] {
+public enum DeflatedValue {
+    public static func encode(_ value: [UInt8], with deflater: RawDeflater) throws -> [UInt8] {
         withUnsafeBytes(of: UInt32(value.count).littleEndian, Array.init) + (try deflater.deflate(value))
     }
 
     /// The original value of a stored `bytes`, inflated; nil when malformed.
     @inline(__always)
-    static func decode(_ bytes: UnsafeRawBufferPointer, with inflater: RawInflater) -> [UInt8]? {
+    public static func decode(_ bytes: UnsafeRawBufferPointer, with inflater: RawInflater) -> [UInt8]? {
         guard bytes.count >= 4 else { return nil }
         let length = Int(UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self)))
         return inflater.inflate(UnsafeRawBufferPointer(rebasing: bytes[4...]), length: length)

@@ -1,3 +1,4 @@
+import BenchmarkData
 import Foundation
 import Glibc
 
@@ -47,15 +48,16 @@ struct MachineInfo: Codable, Sendable {
     var benchDirectory: String
     var fileSystem: String
 
-    /// Reads `/proc`, `uname` and `statfs`; `directory` is where the stores are created.
+    /// This machine (``Machine``), with `directory`, where the stores are created.
     static func current(directory: String) -> MachineInfo {
-        MachineInfo(
-            processors: sysconf(Int32(_SC_NPROCESSORS_ONLN)),
-            cpuModel: procField("/proc/cpuinfo", "model name") ?? "unknown",
-            memoryTotal: procField("/proc/meminfo", "MemTotal") ?? "unknown",
-            kernel: kernelRelease(),
-            swiftCompiler: compilerVersion,
-            buildConfiguration: buildConfiguration,
+        let machine = Machine.current(quick: false)
+        return MachineInfo(
+            processors: machine.cores,
+            cpuModel: machine.cpuModel,
+            memoryTotal: machine.memory,
+            kernel: "\(machine.kernel) \(machine.architecture)",
+            swiftCompiler: machine.swift,
+            buildConfiguration: machine.build,
             benchDirectory: directory,
             fileSystem: fileSystemName(directory))
     }
@@ -69,64 +71,6 @@ struct MachineInfo: Codable, Sendable {
             "swift:     \(swiftCompiler), \(buildConfiguration) build",
             "directory: \(benchDirectory) (\(fileSystem))",
         ]
-    }
-
-    private static func procField(_ path: String, _ name: String) -> String? {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix(name) {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        return nil
-    }
-
-    private static func kernelRelease() -> String {
-        var name = utsname()
-        guard uname(&name) == 0 else { return "unknown" }
-        func text<T>(_ field: T) -> String {
-            withUnsafeBytes(of: field) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            }
-        }
-        return "\(text(name.sysname)) \(text(name.release)) \(text(name.machine))"
-    }
-
-    /// The type of the mount holding `path` (the longest mount point in `/proc/self/mounts`
-    /// that contains it), e.g. `ext4`.
-    private static func fileSystemName(_ path: String) -> String {
-        let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
-        guard let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return "unknown" }
-        var best: (point: String, type: String)?
-        for line in mounts.split(separator: "\n") {
-            let fields = line.split(separator: " ")
-            guard fields.count >= 3 else { continue }
-            let point = String(fields[1])
-            let contains = point == "/" || resolved == point || resolved.hasPrefix(point + "/")
-            if contains, point.count >= (best?.point.count ?? -1) { best = (point, String(fields[2])) }
-        }
-        return best.map { "\($0.type) on \($0.point)" } ?? "unknown"
-    }
-
-    private static var buildConfiguration: String {
-        #if DEBUG
-            return "debug"
-        #else
-            return "release"
-        #endif
-    }
-
-    private static var compilerVersion: String {
-        #if compiler(>=6.4)
-            return "Swift compiler 6.4 or later"
-        #elseif compiler(>=6.3)
-            return "Swift compiler 6.3"
-        #elseif compiler(>=6.2)
-            return "Swift compiler 6.2"
-        #elseif compiler(>=6.1)
-            return "Swift compiler 6.1"
-        #else
-            return "Swift compiler older than 6.1"
-        #endif
     }
 }
 

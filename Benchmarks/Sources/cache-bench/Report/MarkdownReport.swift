@@ -1,0 +1,92 @@
+import BenchmarkData
+import Foundation
+
+// `--report DIR`: DIR/report.md with every suite's parameters, table and notes, and one SVG bar
+// chart per suite beside it (DIR/<suite>.svg), linked from the report.
+
+/// Writes `report.md` and the charts of `reports` into `directory` (created if missing).
+func writeReport(_ reports: [SuiteReport], machine: Machine, seconds: Double, to directory: String) throws {
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    var lines = [
+        "# cache-bench report",
+        "",
+        "- date: \(machine.date)\(machine.quick ? " (`--quick`: small sizes, not for comparison)" : "")",
+        "- machine: \(machine.description)",
+        "- total time: \(format(seconds, decimals: 0)) s",
+        "",
+        "Every system runs the same pre-generated workload in the same process and run, with the repeats",
+        "interleaved; ratios are to LMDBCache on the same workload (above 1: faster than LMDBCache).",
+        "",
+    ]
+    for report in reports {
+        let chartFile = "\(report.suite).svg"
+        try Data(chart(for: report).svg.utf8).write(to: URL(fileURLWithPath: "\(directory)/\(chartFile)"))
+        lines.append("## \(report.suite)")
+        lines.append("")
+        lines.append("![\(report.suite) chart](\(chartFile))")
+        lines.append("")
+        for (key, value) in report.parameters { lines.append("- \(key): \(value)") }
+        lines.append("")
+        lines.append(ResultTable(report).markdown)
+        lines.append("")
+        lines += report.notes.map { "- " + $0 }
+        lines.append("")
+    }
+    try Data(lines.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: "\(directory)/report.md"))
+}
+
+/// The suite's chart: throughput per workload for memory and disk, hit ratios per tier for
+/// tiered, hit ratio per capacity for hitrate.
+func chart(for report: SuiteReport) -> BarChart {
+    var groups: [BarChart.Group] = []
+    func group(_ label: String) -> Int {
+        if let index = groups.firstIndex(where: { $0.label == label }) { return index }
+        groups.append(.init(label: label, bars: []))
+        return groups.count - 1
+    }
+    switch report.suite {
+    case "hitrate":
+        for row in report.rows {
+            let capacity = formatCapacity(row.capacity ?? 0, bytes: row.capacityUnit == "bytes")
+            let index = group("\(row.workload) @ \(capacity)")
+            groups[index].bars.append(
+                .init(series: row.label, value: row.hitRatio ?? 0, text: formatPercent(row.hitRatio)))
+            if let reference = row.referenceHitRatio, row.system == "LRU" {
+                groups[index].bars.append(
+                    .init(series: "published LRU", value: reference, text: formatPercent(reference)))
+            }
+        }
+        return BarChart(
+            title: "Hit ratio by cache size", subtitle: "replayed traces; longer is better", groups: groups,
+            scale: .shared)
+    case "tiered":
+        for row in report.rows {
+            let index = group("\(row.label), \(row.threads) thread\(row.threads == 1 ? "" : "s")")
+            let bars: [(String, Double?)] = [
+                ("memory tier hits", row.memoryHitRatio), ("disk tier hits (of memory misses)", row.diskHitRatio),
+                ("either tier", row.hitRatio),
+            ]
+            for (series, value) in bars {
+                groups[index].bars.append(.init(series: series, value: value ?? 0, text: formatPercent(value)))
+            }
+        }
+        let throughput = report.rows.map { "\($0.threads)t \(formatRate($0.opsPerSecond)) ops/s" }
+            .joined(separator: ", ")
+        return BarChart(
+            title: "Tiered: hit ratio per tier", subtitle: "throughput: \(throughput)", groups: groups, scale: .shared)
+    default:
+        for row in report.rows {
+            let value = row.valueBytes >= 1_024 ? "\(row.valueBytes / 1_024) KB" : "\(row.valueBytes) B"
+            let label =
+                report.suite == "memory" ? "\(row.workload), \(row.threads)t" : "\(row.workload), \(value)"
+            let ratio = row.ratioToLMDBCache.map { " (\(format($0, decimals: 2))x)" } ?? ""
+            groups[group(label)].bars.append(
+                .init(series: row.label, value: row.opsPerSecond, text: "\(formatRate(row.opsPerSecond)) ops/s\(ratio)")
+            )
+        }
+        return BarChart(
+            title: "\(report.suite): throughput",
+            subtitle: "longer is faster; each workload scaled to its fastest system",
+            groups: groups, scale: .perGroup)
+    }
+}

@@ -1,0 +1,167 @@
+import BenchmarkData
+import Foundation
+
+/// Everything a `--json` file holds: `{"machine": {...}, "results": [...]}`.
+struct RunReport: Codable, Sendable {
+    var machine: Machine
+    var results: [ResultRow]
+}
+
+/// `value` with a fixed number of decimals.
+func format(_ value: Double, decimals: Int) -> String {
+    String(format: "%.\(decimals)f", value)
+}
+
+/// A plain text table: a header row, a rule, then rows, columns padded to their widest cell
+/// (text left-aligned, numbers right-aligned).
+struct TextTable {
+    var header: [String]
+    /// Which columns are right-aligned.
+    var rightAligned: Set<Int>
+    var rows: [[String]] = []
+    /// Indices of rows to print a blank line before.
+    var groupStarts: Set<Int> = []
+
+    func render() -> String {
+        var widths = header.map(\.count)
+        for row in rows {
+            for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
+        }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { column, cell in
+                let padding = String(repeating: " ", count: widths[column] - cell.count)
+                return rightAligned.contains(column) ? padding + cell : cell + padding
+            }
+            .joined(separator: "  ")
+            .replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
+        }
+        var lines = [line(header), widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")]
+        for (index, row) in rows.enumerated() {
+            if groupStarts.contains(index) { lines.append("") }
+            lines.append(line(row))
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Operations per second, short: `1.23 M`, `45.6 k`, `812`.
+func formatRate(_ value: Double) -> String {
+    if value >= 1e6 { return format(value / 1e6, decimals: 2) + " M" }
+    if value >= 1e4 { return format(value / 1e3, decimals: 1) + " k" }
+    if value >= 1e3 { return format(value / 1e3, decimals: 2) + " k" }
+    return format(value, decimals: 0)
+}
+
+/// Nanoseconds, short: `850 ns`, `12.3 µs`, `1.20 ms`.
+func formatNanoseconds(_ value: Double) -> String {
+    if value >= 1e6 { return format(value / 1e6, decimals: 2) + " ms" }
+    if value >= 1e4 { return format(value / 1e3, decimals: 1) + " µs" }
+    if value >= 1e3 { return format(value / 1e3, decimals: 2) + " µs" }
+    return format(value, decimals: 0) + " ns"
+}
+
+/// A ratio as a percentage with two decimals, or empty.
+func formatPercent(_ value: Double?) -> String {
+    value.map { format($0 * 100, decimals: 2) + "%" } ?? ""
+}
+
+/// A suite's results as table cells, shared by the text output and report.md.
+struct ResultTable {
+    var header: [String]
+    var rightAligned: Set<Int>
+    var rows: [[String]] = []
+    /// Indices of rows that start a new workload.
+    var groupStarts: Set<Int> = []
+
+    init(_ report: SuiteReport) {
+        switch report.suite {
+        case "hitrate":
+            header = ["trace", "capacity", "system", "hit ratio", "reference", "vs LMDBCache"]
+            rightAligned = [1, 3, 4, 5]
+        case "tiered":
+            header = [
+                "workload", "threads", "system", "ops/s", "min-max", "memory hits", "disk hits", "either tier", "p50",
+                "p99",
+            ]
+            rightAligned = [1, 3, 4, 5, 6, 7, 8, 9]
+        default:
+            header = ["workload", "value", "threads", "system", "ops/s", "min-max", "p50", "p99", "vs LMDBCache"]
+            rightAligned = [1, 2, 4, 5, 6, 7, 8]
+        }
+        var previousGroup: String?
+        for row in report.rows {
+            let group = "\(row.workload) \(row.valueBytes) \(row.threads) \(row.capacity ?? 0)"
+            if let previousGroup, previousGroup != group { groupStarts.insert(rows.count) }
+            previousGroup = group
+            let range =
+                "\(formatRate(row.runsOpsPerSecond.min() ?? 0))-\(formatRate(row.runsOpsPerSecond.max() ?? 0))"
+            let ratio = row.ratioToLMDBCache.map { format($0, decimals: 2) + "x" } ?? ""
+            switch report.suite {
+            case "hitrate":
+                rows.append([
+                    row.workload, formatCapacity(row.capacity ?? 0, bytes: row.capacityUnit == "bytes"), row.label,
+                    formatPercent(row.hitRatio), formatPercent(row.referenceHitRatio), ratio,
+                ])
+            case "tiered":
+                rows.append([
+                    row.workload, "\(row.threads)", row.label, formatRate(row.opsPerSecond), range,
+                    formatPercent(row.memoryHitRatio), formatPercent(row.diskHitRatio), formatPercent(row.hitRatio),
+                    formatNanoseconds(row.p50Nanoseconds), formatNanoseconds(row.p99Nanoseconds),
+                ])
+            default:
+                rows.append([
+                    row.workload, row.valueBytes >= 1_024 ? "\(row.valueBytes / 1_024) KB" : "\(row.valueBytes) B",
+                    "\(row.threads)", row.label, formatRate(row.opsPerSecond), range,
+                    formatNanoseconds(row.p50Nanoseconds), formatNanoseconds(row.p99Nanoseconds), ratio,
+                ])
+            }
+        }
+    }
+
+    /// Aligned plain text.
+    var text: String {
+        TextTable(header: header, rightAligned: rightAligned, rows: rows, groupStarts: groupStarts).render()
+    }
+
+    /// A GitHub-flavoured Markdown table.
+    var markdown: String {
+        let align = header.indices.map { rightAligned.contains($0) ? "---:" : "---" }
+        let lines = [header, align] + rows
+        return lines.map {
+            "| " + $0.map { $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ") + " |"
+        }
+        .joined(separator: "\n")
+    }
+}
+
+/// A capacity as entries (`15,000`) or, for byte-bounded traces, binary bytes (`128 MiB`).
+func formatCapacity(_ capacity: Int, bytes: Bool) -> String {
+    guard bytes else { return capacity.formatted(.number.grouping(.automatic)) }
+    if capacity % (1 << 30) == 0 { return "\(capacity >> 30) GiB" }
+    if capacity % (1 << 20) == 0 { return "\(capacity >> 20) MiB" }
+    if capacity % (1 << 10) == 0 { return "\(capacity >> 10) KiB" }
+    return "\(capacity) B"
+}
+
+extension SuiteReport {
+    /// The suite's header, table and notes as plain text.
+    func render() -> String {
+        var lines = ["== suite: \(suite) =="]
+        for (key, value) in parameters { lines.append("\(key): \(value)") }
+        lines.append("")
+        lines.append(ResultTable(self).text)
+        lines.append("")
+        lines += notes.map { "- " + $0 }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Writes `report` as pretty-printed JSON to `path`, creating its directory if needed.
+func writeJSON(_ report: RunReport, to path: String) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    let data = try encoder.encode(report)
+    let url = URL(fileURLWithPath: path)
+    try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+    try data.write(to: url)
+}

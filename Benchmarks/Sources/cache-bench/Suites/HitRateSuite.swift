@@ -1,0 +1,175 @@
+import Foundation
+import LMDBCache
+
+// The hit-rate suite: real traces replayed through the memory tier at several capacities, beside
+// an exact LRU (proving the replay against the published figures) and those published figures.
+
+struct HitRateSuite: Suite {
+    let name = "hitrate"
+
+    /// The bundled trace: Benchmarks/Traces/OLTP.lis.gz, found beside this source file or from the
+    /// repository root or Benchmarks/ as the working directory.
+    static var bundledTrace: String? {
+        let relative = "Traces/OLTP.lis.gz"
+        let sourceDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let candidates = [
+            sourceDirectory.appendingPathComponent("../../../\(relative)").standardized.path,
+            "Benchmarks/\(relative)", relative,
+        ]
+        return candidates.first { FileManager.default.fileExists(atPath: $0) }
+    }
+
+    func run(options: Options, log: (String) -> Void) throws -> SuiteReport {
+        let request: TraceRequest
+        if let trace = options.trace {
+            request = trace
+        } else if let path = Self.bundledTrace {
+            request = TraceRequest(path: path, format: .arc, sizes: nil)
+        } else {
+            throw TraceFailure(description: "the bundled trace Benchmarks/Traces/OLTP.lis.gz is missing")
+        }
+        let started = nanosecondsNow()
+        let trace = try Trace(path: request.path, format: request.format)
+        let unique = Set(trace.ids).count
+        log(
+            "hitrate: \(trace.name): \(trace.ids.count) requests, \(unique) objects, read in "
+                + "\(format(Double(nanosecondsNow() - started) / 1e9, decimals: 1)) s")
+        guard let sizes = request.sizes ?? PublishedHitRatios.sizes(trace: trace.name) else {
+            throw TraceFailure(description: "no --sizes given and no published sizes for \(trace.name)")
+        }
+        let byteBounded = trace.format == .oracle
+        let traceName = trace.name.replacingOccurrences(of: ".gz", with: "")
+
+        var rows: [ResultRow] = []
+        for capacity in sizes {
+            let reference = PublishedHitRatios.lru(trace: trace.name, capacity: capacity)
+            let replays: [(system: String, variant: String?, replay: () -> (hits: Int, nanoseconds: UInt64))] = [
+                (
+                    "LMDBCache", nil,
+                    { replayMemoryCache(trace, capacity: capacity, byteBounded: byteBounded, shards: nil) }
+                ),
+                (
+                    "LMDBCache", "shards 1",
+                    { replayMemoryCache(trace, capacity: capacity, byteBounded: byteBounded, shards: 1) }
+                ),
+                ("LRU", nil, { replayExactLRU(trace, capacity: capacity) }),
+            ]
+            var cell: [ResultRow] = []
+            for (system, variant, replay) in replays {
+                let (hits, nanoseconds) = replay()
+                let requests = trace.ids.count
+                var row = ResultRow(
+                    suite: name, system: system, workload: traceName, threads: 1, valueBytes: 0,
+                    opsPerSecond: Double(requests) / (Double(max(nanoseconds, 1)) / 1e9),
+                    p50Nanoseconds: Double(nanoseconds) / Double(requests),
+                    p99Nanoseconds: Double(nanoseconds) / Double(requests),
+                    capacity: capacity, hitRatio: Double(hits) / Double(requests),
+                    capacityUnit: byteBounded ? "bytes" : "entries", variant: variant)
+                row.referenceHitRatio = system == "LRU" ? reference : nil
+                cell.append(row)
+            }
+            cell.computeRatios()
+            // The exact LRU must land on the published LRU figure (rounded to 0.01%), or the
+            // replay itself is wrong.
+            if let reference, let lru = cell.first(where: { $0.system == "LRU" })?.hitRatio,
+                abs(lru - reference) > 0.00006
+            {
+                throw TraceFailure(
+                    description: "\(traceName) @ \(capacity): exact LRU replay gives \(formatPercent(lru)), "
+                        + "the published LRU figure is \(formatPercent(reference))")
+            }
+            log(
+                "hitrate: \(traceName) @ \(formatCapacity(capacity, bytes: byteBounded)): "
+                    + cell.map { "\($0.label) \(formatPercent($0.hitRatio))" }.joined(separator: ", ")
+                    + (reference.map { ", published LRU \(formatPercent($0))" } ?? ""))
+            rows += cell
+        }
+        let shardCounts = sizes.map { capacity in
+            let configuration =
+                byteBounded
+                ? MemoryCache<UInt64, Bool>.Configuration(costLimit: capacity)
+                : MemoryCache<UInt64, Bool>.Configuration(countLimit: capacity)
+            return "\(formatCapacity(capacity, bytes: byteBounded)): \(configuration.shardCount)"
+        }
+        return SuiteReport(
+            suite: name,
+            parameters: [
+                (
+                    "trace",
+                    "\(options.trace == nil ? "Benchmarks/Traces/\(trace.name) (bundled)" : request.path) "
+                        + "(\(trace.format.rawValue) format): \(trace.ids.count) requests, \(unique) objects"
+                ),
+                (
+                    "capacity",
+                    byteBounded
+                        ? "bytes; each object costs its size (MemoryCache costLimit, cost = size)"
+                        : "entries; each page costs 1 (MemoryCache countLimit)"
+                ),
+                ("LMDBCache shards", "default configuration on this machine: " + shardCounts.joined(separator: ", ")),
+            ],
+            notes: [
+                "Replay: each request is a lookup; a miss inserts the object. hit ratio = hits / requests.",
+                "LMDBCache: MemoryCache with its default configuration: its shards each hold an equal share of the "
+                    + "capacity and evict their own least recently used entry, so its LRU is approximate across shards. Swift seeds its hashing per process, so keys fall into "
+                    + "other shards on every run and this row moves by a few hundredths of a point between runs.",
+                "LMDBCache (shards 1): the same with Configuration.shards = 1, one LRU list over the whole capacity. "
+                    + "Not quite exact LRU either: a hit on an entry among the most recently moved eighth of its "
+                    + "shard is not moved again (LRUShard.markUsed), which saves writes on hot keys.",
+                "LRU: an exact single-threaded LRU in the harness (Systems/HitRate/ExactLRU.swift); reference: the "
+                    + "published LRU figure for this trace and capacity (Benchmarks/Traces/README.md).",
+                "vs LMDBCache: hit ratio over LMDBCache's (default configuration) at the same capacity.",
+                "ops/s in --json: replay speed (requests per second, one thread), not a comparison.",
+            ],
+            rows: rows)
+    }
+}
+
+/// Replays `trace` through a `MemoryCache` of `capacity` entries (or bytes); returns the hits
+/// and the time the replay took.
+func replayMemoryCache(_ trace: Trace, capacity: Int, byteBounded: Bool, shards: Int?) -> (
+    hits: Int, nanoseconds: UInt64
+) {
+    var configuration =
+        byteBounded
+        ? MemoryCache<UInt64, Bool>.Configuration(costLimit: capacity)
+        : MemoryCache<UInt64, Bool>.Configuration(countLimit: capacity)
+    configuration.shards = shards
+    configuration.automaticTrimming = false
+    let cache = MemoryCache<UInt64, Bool>(configuration: configuration)
+    var hits = 0
+    let start = nanosecondsNow()
+    for index in trace.ids.indices {
+        let id = trace.ids[index]
+        if cache[id] != nil {
+            hits += 1
+        } else {
+            cache.insert(true, forKey: id, cost: Int(trace.sizes[index]))
+        }
+    }
+    return (hits, nanosecondsNow() - start)
+}
+
+/// Replays `trace` through ``ExactLRU``.
+func replayExactLRU(_ trace: Trace, capacity: Int) -> (hits: Int, nanoseconds: UInt64) {
+    var lru = ExactLRU(capacity: capacity)
+    var hits = 0
+    let start = nanosecondsNow()
+    for index in trace.ids.indices where lru.access(trace.ids[index], cost: Int(trace.sizes[index])) {
+        hits += 1
+    }
+    return (hits, nanosecondsNow() - start)
+}
+
+/// `1000`, `128M` (128 MiB), `1G`, `64K`: binary suffixes.
+func parseSize(_ text: String) -> Int? {
+    let multipliers: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+    let trimmed = text.trimmingCharacters(in: .whitespaces).uppercased()
+    guard let last = trimmed.last else { return nil }
+    if let multiplier = multipliers[last] {
+        return Int(trimmed.dropLast().replacingOccurrences(of: "I", with: "")).map { $0 * multiplier }
+    }
+    if trimmed.hasSuffix("MIB") || trimmed.hasSuffix("GIB") || trimmed.hasSuffix("KIB") {
+        return parseSize(String(trimmed.dropLast(2)))
+    }
+    return Int(trimmed.replacingOccurrences(of: "_", with: ""))
+}

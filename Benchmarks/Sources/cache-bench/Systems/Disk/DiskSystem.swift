@@ -1,0 +1,58 @@
+/// A persistent key-value store the disk suite can drive. One file per peer in this folder.
+///
+/// Each instance owns one store (a directory, or a Redis database) opened for one value size.
+/// The measured loops call only ``get(_:)``, ``set(_:forKey:)``, ``finishWrites()`` and, for a
+/// system that pipelines requests, ``get(many:)`` and ``set(many:)``.
+protocol DiskSystem: AnyObject {
+    /// The name in the report, exactly as the README lists it.
+    var name: String { get }
+    /// How it is driven, when that is not the default (e.g. `pipelined 100`).
+    var variant: String? { get }
+    /// Requests sent at once: 1 unless the system pipelines.
+    var pipelineDepth: Int { get }
+
+    /// The value stored under `key`, as a new array the caller owns; nil when absent.
+    func get(_ key: [UInt8]) throws -> [UInt8]?
+    /// Stores `value` under `key`, replacing any value.
+    func set(_ value: [UInt8], forKey key: [UInt8]) throws
+    /// Makes every write so far reach the store (flush, commit), as a caller that needs them
+    /// there would; the set workload's time includes it.
+    func finishWrites() throws
+    /// Closes the store; nothing is called after.
+    func close()
+
+    /// The total bytes of the values found for `keys`, sent as one pipeline.
+    func get(many keys: ArraySlice<[UInt8]>) throws -> (found: Int, bytes: Int)
+    /// Stores each pair, sent as one pipeline.
+    func set(many pairs: [(key: [UInt8], value: [UInt8])]) throws
+}
+
+extension DiskSystem {
+    var variant: String? { nil }
+    var pipelineDepth: Int { 1 }
+
+    func get(many keys: ArraySlice<[UInt8]>) throws -> (found: Int, bytes: Int) {
+        var found = 0
+        var bytes = 0
+        for key in keys {
+            if let value = try get(key) {
+                found += 1
+                bytes += value.count
+            }
+        }
+        return (found, bytes)
+    }
+
+    func set(many pairs: [(key: [UInt8], value: [UInt8])]) throws {
+        for pair in pairs { try set(pair.value, forKey: pair.key) }
+    }
+}
+
+/// How writes reach the disk in a disk-suite store.
+enum DiskDurability {
+    /// Each system's usual configuration (LMDBCache's default batching, SQLite's WAL with
+    /// synchronous=NORMAL, LMDB-C batched without sync, ...).
+    case standard
+    /// A write returns once it is on stable storage.
+    case synchronous
+}

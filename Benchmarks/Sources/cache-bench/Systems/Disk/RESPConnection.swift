@@ -1,0 +1,146 @@
+import Foundation
+
+/// One TCP connection speaking RESP (the Redis serialization protocol) over a plain socket:
+/// commands go out as arrays of bulk strings, replies are parsed from a read buffer. Only what
+/// the benchmark needs: simple strings, errors, integers and bulk strings.
+final class RESPConnection {
+    private let descriptor: Int32
+    private var output: [UInt8] = []
+    private var input = [UInt8](repeating: 0, count: 1 << 16)
+    private var inputStart = 0
+    private var inputEnd = 0
+
+    /// Connects to 127.0.0.1:`port` with Nagle's algorithm off.
+    init(port: UInt16) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXFailure("socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else {
+            let failure = POSIXFailure("connect 127.0.0.1:\(port)")
+            _ = Glibc.close(descriptor)
+            throw failure
+        }
+        var on: Int32 = 1
+        setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    deinit { _ = Glibc.close(descriptor) }
+
+    // MARK: Commands
+
+    /// Queues a command (an array of bulk strings) without sending it.
+    func append(_ arguments: [UInt8]...) {
+        output.append(UInt8(ascii: "*"))
+        output += Array(String(arguments.count).utf8)
+        output += [13, 10]
+        for argument in arguments {
+            output.append(UInt8(ascii: "$"))
+            output += Array(String(argument.count).utf8)
+            output += [13, 10]
+            output += argument
+            output += [13, 10]
+        }
+    }
+
+    /// Sends every queued command.
+    func send() throws {
+        try output.withUnsafeBytes { bytes in
+            var done = 0
+            while done < bytes.count {
+                let sent = Glibc.send(descriptor, bytes.baseAddress! + done, bytes.count - done, Int32(MSG_NOSIGNAL))
+                guard sent > 0 else { throw POSIXFailure("send") }
+                done += sent
+            }
+        }
+        output.removeAll(keepingCapacity: true)
+    }
+
+    /// PING answered with PONG.
+    func ping() throws -> Bool {
+        append(Array("PING".utf8))
+        try send()
+        return try readSimple() == "PONG"
+    }
+
+    // MARK: Replies
+
+    /// A simple-string or integer reply's text; throws on an error reply.
+    @discardableResult
+    func readSimple() throws -> String {
+        let line = try readLine()
+        guard let kind = line.first else { throw RedisFailure(description: "empty reply") }
+        let text = String(decoding: line.dropFirst(), as: UTF8.self)
+        switch kind {
+        case UInt8(ascii: "+"), UInt8(ascii: ":"): return text
+        case UInt8(ascii: "-"): throw RedisFailure(description: text)
+        default: throw RedisFailure(description: "unexpected reply \(String(decoding: line, as: UTF8.self))")
+        }
+    }
+
+    /// A bulk-string reply: its bytes, or nil for the null bulk string (a missing key).
+    func readBulk() throws -> [UInt8]? {
+        let line = try readLine()
+        guard line.first == UInt8(ascii: "$"), let length = Int(String(decoding: line.dropFirst(), as: UTF8.self))
+        else {
+            if line.first == UInt8(ascii: "-") {
+                throw RedisFailure(description: String(decoding: line.dropFirst(), as: UTF8.self))
+            }
+            throw RedisFailure(description: "unexpected reply \(String(decoding: line, as: UTF8.self))")
+        }
+        if length < 0 { return nil }
+        let value = try readBytes(length)
+        _ = try readBytes(2)  // CRLF
+        return value
+    }
+
+    /// The next line, without its CRLF.
+    private func readLine() throws -> ArraySlice<UInt8> {
+        var scanned = inputStart
+        while true {
+            while scanned + 1 < inputEnd {
+                if input[scanned] == 13 && input[scanned + 1] == 10 {
+                    let line = input[inputStart..<scanned]
+                    inputStart = scanned + 2
+                    return line
+                }
+                scanned += 1
+            }
+            let offset = inputStart
+            try fill()
+            scanned -= offset - inputStart
+        }
+    }
+
+    private func readBytes(_ count: Int) throws -> [UInt8] {
+        while inputEnd - inputStart < count { try fill() }
+        let bytes = Array(input[inputStart..<inputStart + count])
+        inputStart += count
+        return bytes
+    }
+
+    /// Moves unread bytes to the front (growing the buffer if it is full) and reads more.
+    private func fill() throws {
+        if inputStart > 0 {
+            input.withUnsafeMutableBytes { buffer in
+                let base = buffer.baseAddress!
+                memmove(base, base + inputStart, inputEnd - inputStart)
+            }
+            inputEnd -= inputStart
+            inputStart = 0
+        }
+        if inputEnd == input.count { input += [UInt8](repeating: 0, count: input.count) }
+        let got = input.withUnsafeMutableBytes { buffer in
+            recv(descriptor, buffer.baseAddress! + inputEnd, buffer.count - inputEnd, 0)
+        }
+        guard got > 0 else { throw RedisFailure(description: got == 0 ? "connection closed" : "recv failed") }
+        inputEnd += got
+    }
+}
