@@ -6,7 +6,7 @@ import LMDBCache
 /// follows one out of the cache directory).
 enum CacheDirectory {
     /// The files and folders LMDBCache keeps in a cache directory.
-    static let storeFiles = ["data.mdb", "lock.mdb", "processes.lock", "space.reserve", "compact.tmp"]
+    static let storeFiles = StoreFiles.regular + [StoreFiles.compactionFolder]
 
     /// Opens the store to read it only: nothing in the directory changes.
     static func openForReading(_ path: String) throws -> DiskCache {
@@ -43,7 +43,7 @@ enum CacheDirectory {
                     "refusing to follow the symbolic link \(file) (to \(target)) out of the cache directory")
             }
         }
-        if mustExist && access(path + "/data.mdb", F_OK) != 0 {
+        if mustExist && access(path + "/" + StoreFiles.data, F_OK) != 0 {
             throw DumpFailure(.notACache, "\(path) is not a cache directory: it has no data.mdb")
         }
     }

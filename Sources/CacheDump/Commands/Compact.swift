@@ -18,7 +18,7 @@ struct Compact: ParsableCommand {
             // The copy grows to about the pages in use; its size is the progress.
             let progress = ProgressBar(
                 "compact", total: statistics.pagesInUse * statistics.pageSize, quiet: common.quiet)
-            let copy = common.path + "/compact.tmp/data.mdb"
+            let copy = common.path + "/" + StoreFiles.compactionFolder + "/" + StoreFiles.data
             try PolledProgress.run(
                 progress,
                 done: {

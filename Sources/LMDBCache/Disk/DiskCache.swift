@@ -42,7 +42,7 @@ public final class DiskCache: Sendable {
         self.logger = logger
         limits = configuration.limits
         if configuration.readOnly {
-            guard FileManager.default.fileExists(atPath: path + "/data.mdb") else {
+            guard FileManager.default.fileExists(atPath: path + "/" + StoreFiles.data) else {
                 throw CacheError.directoryUnavailable(path: path, reason: "not a cache directory (no data.mdb)")
             }
         }

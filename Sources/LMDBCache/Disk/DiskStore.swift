@@ -568,7 +568,7 @@ final class DiskStore: Sendable {
     /// Bytes of the data file.
     var fileSize: Int {
         var info = stat()
-        return stat(path + "/data.mdb", &info) == 0 ? Int(info.st_size) : 0
+        return stat(path + "/" + StoreFiles.data, &info) == 0 ? Int(info.st_size) : 0
     }
 
     /// Queued writes dropped so far because their batch could not be committed.

@@ -1,6 +1,17 @@
 import Foundation
 import Glibc
 
+/// The names LMDBCache uses inside a cache directory: one place for tools that must know them.
+package enum StoreFiles {
+    /// LMDB's data file (its name is LMDB's own).
+    package static let data = "data.mdb"
+    /// Regular files, which must belong to the user and not be symbolic links: LMDB's data and
+    /// lock files, the process-presence lock and the space reserve.
+    package static let regular = [data, "lock.mdb", "processes.lock", "space.reserve"]
+    /// The folder compaction copies into; only a crash during a copy leaves it behind.
+    package static let compactionFolder = "compact.tmp"
+}
+
 /// Identifies a directory by device and inode, so two paths to one directory (symbolic links,
 /// `..`, bind mounts) find the same entry.
 struct DirectoryIdentity: Hashable, Sendable {
@@ -35,6 +46,7 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: Sendable {
             else {
                 throw CacheError.directoryUnavailable(path: directory, reason: "no such directory")
             }
+            try Self.checkOwnership(directory)
         } else {
             try Self.prepare(directory)
         }
@@ -90,9 +102,6 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: Sendable {
         try checkOwnership(directory)
     }
 
-    /// The store's files, which must be regular files of the user when present.
-    static var storeFiles: [String] { ["data.mdb", "lock.mdb", "processes.lock", "space.reserve"] }
-
     /// Refuses a directory, or a store file in it, that belongs to another user, and a store file
     /// that is a symbolic link or not a regular file: another user could read or replace the
     /// cache's contents. Checked explicitly because root passes every permission check.
@@ -108,7 +117,7 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: Sendable {
                 reason: "it belongs to uid \(info.st_uid), not to this process's uid \(user); "
                     + "a cache directory must belong to the user that opens it")
         }
-        for name in storeFiles {
+        for name in StoreFiles.regular {
             let file = directory + "/" + name
             guard lstat(file, &info) == 0 else { continue }
             if info.st_mode & S_IFMT != S_IFREG {

@@ -59,7 +59,7 @@ final class Environment: @unchecked Sendable {
             guard case .damagedStore(_, let reason) = error, options.damagedStore == .recreate, !options.readOnly else {
                 throw error
             }
-            let data = directory + "/data.mdb"
+            let data = directory + "/" + StoreFiles.data
             let aside = data + ".damaged-\(Int(Date().timeIntervalSince1970))"
             logger.error(
                 "LMDBCache store is damaged; moving it aside and starting empty",
@@ -196,15 +196,15 @@ final class Environment: @unchecked Sendable {
     /// and opens it again. Writer only; the caller makes sure no other process has the store open.
     func compactInPlace() throws {
         precondition(writer.isCurrent, "compaction runs on the writer thread")
-        let temporary = path + "/compact.tmp"
-        unlink(temporary + "/data.mdb")
+        let temporary = path + "/" + StoreFiles.compactionFolder
+        unlink(temporary + "/" + StoreFiles.data)
         unlink(temporary + "/lock.mdb")
         rmdir(temporary)
         guard mkdir(temporary, 0o700) == 0 else {
             throw CacheError.directoryUnavailable(path: temporary, reason: "cannot create it: \(errnoText())")
         }
         defer {
-            unlink(temporary + "/data.mdb")
+            unlink(temporary + "/" + StoreFiles.data)
             rmdir(temporary)
         }
         try resizeLock.withSharedLock {
@@ -212,13 +212,13 @@ final class Environment: @unchecked Sendable {
                 mdb_env_copy2(env, temporary, UInt32(MDB_CP_COMPACT)), "mdb_env_copy2(compact)", path: path)
         }
         // mdb_env_copy2 creates the copy with mode 0644 less the umask: keep the store owner-only.
-        guard chmod(temporary + "/data.mdb", 0o600) == 0 else {
+        guard chmod(temporary + "/" + StoreFiles.data, 0o600) == 0 else {
             throw CacheError.directoryUnavailable(path: temporary, reason: "cannot restrict the copy: \(errnoText())")
         }
         try resizeLock.withExclusiveLock {
             abortIdleReaders()
             mdb_env_close(env)
-            guard rename(temporary + "/data.mdb", path + "/data.mdb") == 0 else {
+            guard rename(temporary + "/" + StoreFiles.data, path + "/" + StoreFiles.data) == 0 else {
                 let reason = errnoText()
                 // The old file is still in place: open it again.
                 env = try Self.openEnvironment(path, options).env
