@@ -17,9 +17,8 @@ struct ArgumentParsingTests {
 
     @Test(
         "text that is not a duration is refused",
-        arguments: ["", "s", "10", "10x", "1.5h", "-3s", "h1", "99999999999999d"])
+        arguments: ["", "s", "10x", "1.5h", "-3s", "h1", "99999999999999d"])
     func notDurations(text: String) {
-        if text == "10" { return #expect(DurationArgument.parse(text) == .seconds(10)) }
         #expect(DurationArgument.parse(text) == nil, "\(text)")
     }
 

@@ -80,11 +80,10 @@ struct ErrorCaseTests {
         let names = try FileManager.default.contentsOfDirectory(atPath: cache.path).sorted()
         let modified = try FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date
         for arguments in [
-            ["stats"], ["stats", "--json"], ["list"], ["list", "--sort", "access"], ["get", "-", "key3"], ["verify"],
+            ["stats"], ["stats", "--json"], ["list"], ["list", "--sort", "access"], ["get", "key3"], ["verify"],
             ["export"], ["readers"],
         ] {
-            var full = [arguments[0], cache.path] + arguments.dropFirst()
-            full.removeAll { $0 == "-" }
+            let full = [arguments[0], cache.path] + arguments.dropFirst()
             #expect(try CacheDumpRun(full).status == 0, "\(full)")
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == before)

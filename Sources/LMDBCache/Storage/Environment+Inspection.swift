@@ -25,7 +25,8 @@ struct PageStatistics: Sendable {
 }
 
 extension Environment {
-    /// Every reader-table slot in use, with whether its process is still running.
+    /// Every reader-table slot in use (this process's idle pooled transactions included), with
+    /// whether its process is still running.
     func readerSlots() -> [ReaderSlot] {
         final class Lines {
             var lines: [String] = []

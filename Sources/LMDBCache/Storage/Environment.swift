@@ -386,30 +386,6 @@ final class Environment: @unchecked Sendable {
 
     // MARK: Readers
 
-    /// Reader-table slots held by this and other processes (idle pooled transactions included).
-    var readerSlotsInUse: Int {
-        // mdb_reader_list prints a header line, then one line per slot in use.
-        resizeLock.withSharedLock { max(0, Int(lmdbcache_reader_lines(env)) - 1) }
-    }
-
-    /// The process ids of the reader-table slots in use, one per slot.
-    var readerProcessIDs: [Int32] {
-        var lines: [String] = []
-        resizeLock.withSharedLock {
-            // mdb_reader_list prints a header line, then "pid thread txnid" for each slot in use.
-            withUnsafeMutablePointer(to: &lines) { lines in
-                _ = mdb_reader_list(
-                    env,
-                    { message, context in
-                        guard let message, let context else { return 0 }
-                        context.assumingMemoryBound(to: [String].self).pointee.append(String(cString: message))
-                        return 0
-                    }, lines)
-            }
-        }
-        return lines.dropFirst().compactMap { $0.split(separator: " ").first.flatMap { Int32($0) } }
-    }
-
     /// Clears reader slots left by processes that died; returns how many were cleared.
     @discardableResult
     func clearStaleReaders() -> Int {

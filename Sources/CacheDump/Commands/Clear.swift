@@ -1,0 +1,33 @@
+import ArgumentParser
+import Foundation
+import LMDBCache
+
+struct Clear: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove every entry (asks first unless --yes).")
+
+    @OptionGroup var common: CommonOptions
+    @Flag(name: .shortAndLong, help: "Do not ask.")
+    var yes = false
+
+    func run() throws {
+        try reporting {
+            let disk = try CacheDirectory.openForWriting(common.path)
+            defer { disk.close() }
+            let count = disk.totalCount
+            if !yes {
+                FileHandle.standardError.write(
+                    Data(
+                        "Remove all \(OutputFormatting.count(count, "entry", "entries")) from \(common.path)? [y/N] "
+                            .utf8))
+                let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
+                guard answer == "y" || answer == "yes" else {
+                    throw DumpFailure(.cancelled, "nothing removed")
+                }
+            }
+            try disk.removeAll()
+            Console.write("removed \(OutputFormatting.count(count, "entry", "entries"))\n")
+            return .success
+        }
+    }
+}
