@@ -17,6 +17,15 @@
 //       reads keys k0 ..< k<COUNT> (KeyedValue values), then writes and reads back a fresh key;
 //       prints "hits H misses M errors E wrong W fresh ok|refused|wrong" and exits 0 (a crash is
 //       a signal)
+//   cache-test-helper powerloss-write DIR MODE
+//       runs PowerLossWorkload in durability MODE (batched, synchronous, periodic) under the
+//       power-loss recorder; after each confirmation (a returned flush, or a synchronous insert)
+//       appends a marker to $POWERLOSS_LOG whose id is the number of operations confirmed. Exits
+//       without closing (the log is cut at random points anyway).
+//   cache-test-helper powerloss-check MODE DIR...
+//       opens each crash state DIR (its confirmed operation count in DIR/confirmed), reads every
+//       key and prints "state DIR OUTCOME held H missing M wrong W", OUTCOME being held,
+//       setaside, missing, wrong or error (a crash is a signal the test counts)
 import CacheTestSupport
 import Foundation
 import LMDBCache
@@ -124,6 +133,56 @@ do {
         disk.close()
         let summary = "hits \(hits) misses \(misses) errors \(errors) wrong \(wrong) fresh \(freshOutcome)"
         FileHandle.standardOutput.write(Data((summary + "\n").utf8))
+    case "powerloss-write":
+        guard arguments.count == 4, let durability = PowerLossWorkload.durability(arguments[3]),
+            let log = ProcessInfo.processInfo.environment["POWERLOSS_LOG"]
+        else { fail("usage: powerloss-write DIR MODE (with POWERLOSS_LOG)") }
+        var configuration = DiskCache.Configuration()
+        configuration.durability = durability
+        let disk = try DiskCache(directory: directory, configuration: configuration)
+        for index in 0..<PowerLossWorkload.operationCount {
+            try disk.setData(PowerLossWorkload.value(ofOperation: index), forKey: PowerLossWorkload.key(ofOperation: index))
+            if durability == .synchronous {
+                PowerLossLog.appendMarker(index + 1, toLogAt: log)
+            } else if (index + 1) % PowerLossWorkload.operationsPerFlush == 0 {
+                try disk.flush()
+                PowerLossLog.appendMarker(index + 1, toLogAt: log)
+            } else if index % 7 == 0 {
+                // Pacing, not synchronisation: lets commits and periodic syncs fall between writes.
+                usleep(2_000)
+            }
+        }
+        FileHandle.standardOutput.write(Data("done\n".utf8))
+        exit(0)
+    case "powerloss-check":
+        guard arguments.count >= 4, let durability = PowerLossWorkload.durability(arguments[2]) else {
+            fail("usage: powerloss-check MODE DIR...")
+        }
+        for state in arguments[3...] {
+            let confirmedText = (try? String(contentsOfFile: state + "/confirmed", encoding: .utf8)) ?? "0"
+            let confirmed = PowerLossWorkload.versions(through: Int(confirmedText) ?? 0)
+            var configuration = DiskCache.Configuration()
+            configuration.durability = durability
+            var line: String
+            do {
+                let disk = try DiskCache(directory: URL(fileURLWithPath: state), configuration: configuration)
+                let setAside = try FileManager.default.contentsOfDirectory(atPath: state)
+                    .contains { $0.hasPrefix("data.mdb.damaged-") }
+                var counts: [PowerLossWorkload.Finding: Int] = [:]
+                for index in 0..<PowerLossWorkload.keyCount {
+                    let key = "p\(index)"
+                    let finding = PowerLossWorkload.judge(try disk.data(forKey: key), key: key, confirmed: confirmed[key] ?? 0)
+                    counts[finding, default: 0] += 1
+                }
+                disk.close()
+                let (held, missing, wrong) = (counts[.held] ?? 0, counts[.missing] ?? 0, counts[.wrong] ?? 0)
+                let outcome = wrong > 0 ? "wrong" : setAside ? "setaside" : missing > 0 ? "missing" : "held"
+                line = "state \(state) \(outcome) held \(held) missing \(missing) wrong \(wrong)"
+            } catch {
+                line = "state \(state) error \(error)".replacingOccurrences(of: "\n", with: " ")
+            }
+            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        }
     case "hold":
         let disk = try DiskCache(directory: directory)
         _ = disk.totalCount
