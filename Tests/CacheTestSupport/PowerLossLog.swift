@@ -33,7 +33,8 @@ public struct PowerLossLog: Sendable {
             guard bytes.count - position >= 18 else { throw Malformed() }
             let file = Int(bytes[position + 1])
             // Lengths and offsets come from a file: checked before use, never trapped on.
-            guard let offset = Int(exactly: number(at: position + 2)), let length = Int(exactly: number(at: position + 10))
+            guard let offset = Int(exactly: number(at: position + 2)),
+                let length = Int(exactly: number(at: position + 10))
             else { throw Malformed() }
             position += 18
             switch bytes[position - 18] {

@@ -141,7 +141,8 @@ do {
         configuration.durability = durability
         let disk = try DiskCache(directory: directory, configuration: configuration)
         for index in 0..<PowerLossWorkload.operationCount {
-            try disk.setData(PowerLossWorkload.value(ofOperation: index), forKey: PowerLossWorkload.key(ofOperation: index))
+            try disk.setData(
+                PowerLossWorkload.value(ofOperation: index), forKey: PowerLossWorkload.key(ofOperation: index))
             if durability == .synchronous {
                 PowerLossLog.appendMarker(index + 1, toLogAt: log)
             } else if (index + 1) % PowerLossWorkload.operationsPerFlush == 0 {
@@ -171,7 +172,8 @@ do {
                 var counts: [PowerLossWorkload.Finding: Int] = [:]
                 for index in 0..<PowerLossWorkload.keyCount {
                     let key = "p\(index)"
-                    let finding = PowerLossWorkload.judge(try disk.data(forKey: key), key: key, confirmed: confirmed[key] ?? 0)
+                    let finding = PowerLossWorkload.judge(
+                        try disk.data(forKey: key), key: key, confirmed: confirmed[key] ?? 0)
                     counts[finding, default: 0] += 1
                 }
                 disk.close()

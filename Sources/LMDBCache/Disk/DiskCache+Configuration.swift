@@ -14,8 +14,9 @@ extension DiskCache {
         /// and the writer syncs the file at most once per `syncInterval`, and on `flush()` and
         /// `close()`. The fastest mode, chiefly on large stores, where each commit's fsync costs
         /// most. A killed process loses only writes not yet committed; an OS crash may lose the
-        /// last interval's writes and, as LMDB cannot then order its page writes, may damage the
-        /// store, which is set aside and recreated when found damaged on open.
+        /// writes committed since the last sync, never those a sync made durable: the first open
+        /// after it goes back to the last synced snapshot (kept recoverable until the next sync).
+        /// A store found damaged on open is set aside and recreated.
         case periodic(syncInterval: Duration)
 
         var syncInterval: Duration? {

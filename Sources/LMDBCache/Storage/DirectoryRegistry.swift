@@ -6,8 +6,8 @@ package enum StoreFiles {
     /// LMDB's data file (its name is LMDB's own).
     package static let data = "data.mdb"
     /// Regular files, which must belong to the user and not be symbolic links: LMDB's data and
-    /// lock files, the process-presence lock and the space reserve.
-    package static let regular = [data, "lock.mdb", "processes.lock", "space.reserve"]
+    /// lock files, the process-presence lock, the space reserve and the synced-snapshot record.
+    package static let regular = [data, "lock.mdb", "processes.lock", "space.reserve", "synced-snapshot"]
     /// The folder compaction copies into; only a crash during a copy leaves it behind.
     package static let compactionFolder = "compact.tmp"
 }

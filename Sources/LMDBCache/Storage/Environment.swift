@@ -40,6 +40,8 @@ final class Environment: @unchecked Sendable {
     private let logger: Logger
     /// Reset read transactions waiting to be renewed. With MDB_NOTLS each keeps its reader slot.
     private let idleReaders = Locked<[TransactionHandle]>([])
+    /// In `.periodic` mode (`MDB_NOSYNC`), what keeps the last synced snapshot recoverable.
+    private let syncedSnapshot: SyncedSnapshot?
     private static let maxIdleReaders = 64
     /// How many times one write may grow the map before it is declared impossible.
     private static let maxGrowthsPerWrite = 40
@@ -64,6 +66,7 @@ final class Environment: @unchecked Sendable {
             logger.error(
                 "LMDBCache store is damaged; moving it aside and starting empty",
                 metadata: ["path": "\(directory)", "reason": "\(reason)", "movedTo": "\(aside)"])
+            SyncedSnapshot.forget(directory: directory)
             guard rename(data, aside) == 0 else {
                 throw CacheError.damagedStore(
                     path: directory, reason: "\(reason); moving it aside failed: \(errnoText())")
@@ -76,22 +79,37 @@ final class Environment: @unchecked Sendable {
         path = directory
         self.logger = logger
         self.options = options
-        (env, databases) = try Self.openEnvironment(directory, options)
-        writer = WriterThread(name: "LMDBCache.writer")
+        let periodic = !options.readOnly && options.syncFlags & MDB_NOSYNC != 0
+        if !options.readOnly { try SyncedSnapshot.recoverIfNeeded(directory: directory, logger: logger) }
+        if !options.readOnly && !periodic { SyncedSnapshot.forget(directory: directory) }
+        let snapshot = periodic ? SyncedSnapshot(directory: directory) : nil
+        let opened = try Self.openEnvironment(directory, options)
         if !options.readOnly {
             // Clearing stale slots writes to the lock file: not done when only inspecting.
             var dead: Int32 = 0
-            mdb_reader_check(env, &dead)
+            mdb_reader_check(opened.env, &dead)
             if dead > 0 {
-                logger.info("LMDBCache cleared stale reader slots", metadata: ["path": "\(path)", "slots": "\(dead)"])
+                logger.info(
+                    "LMDBCache cleared stale reader slots", metadata: ["path": "\(directory)", "slots": "\(dead)"])
             }
         }
+        // A dead process's pin went with its reader slot: pin and record this snapshot now.
+        do {
+            try snapshot?.syncAndRecord(opened.env)
+        } catch {
+            mdb_env_close(opened.env)
+            throw error
+        }
+        syncedSnapshot = snapshot
+        (env, databases) = opened
+        writer = WriterThread(name: "LMDBCache.writer")
     }
 
     /// Ends the writer thread and closes the environment. Call once, when no other call is running.
     func close() {
         writer.stop()
         abortIdleReaders()
+        syncedSnapshot?.release()
         mdb_env_close(env)
     }
 
@@ -217,7 +235,9 @@ final class Environment: @unchecked Sendable {
         }
         try resizeLock.withExclusiveLock {
             abortIdleReaders()
+            syncedSnapshot?.release()
             mdb_env_close(env)
+            if syncedSnapshot != nil { SyncedSnapshot.forget(directory: path) }
             guard rename(temporary + "/" + StoreFiles.data, path + "/" + StoreFiles.data) == 0 else {
                 let reason = errnoText()
                 // The old file is still in place: open it again.
@@ -227,6 +247,8 @@ final class Environment: @unchecked Sendable {
             }
             env = try Self.openEnvironment(path, options).env
         }
+        // The record named the old file; pin and record the compacted one.
+        try sync()
     }
 
     /// Creates and opens an environment on `directory` with `options` and opens its databases
@@ -338,9 +360,17 @@ final class Environment: @unchecked Sendable {
         }
     }
 
-    /// Writes buffered pages and the meta page to disk.
+    /// Writes buffered pages and the meta page to disk; in `.periodic` mode also records the
+    /// synced snapshot and keeps it recoverable until the next sync (``SyncedSnapshot``).
+    /// Writer thread only.
     func sync() throws {
-        try LMDBStatus.check(mdb_env_sync(env, 1), "mdb_env_sync", path: path)
+        try resizeLock.withSharedLock {
+            if let syncedSnapshot {
+                try syncedSnapshot.syncAndRecord(env)
+            } else {
+                try LMDBStatus.check(mdb_env_sync(env, 1), "mdb_env_sync", path: path)
+            }
+        }
     }
 
     // MARK: Map size

@@ -57,6 +57,9 @@ struct PowerLossRun {
                 "LD_PRELOAD": recorder, "POWERLOSS_DIRECTORY": storePath,
                 "POWERLOSS_FILES": PowerLossWorkload.recordedFiles.joined(separator: ":"), "POWERLOSS_LOG": logPath,
                 "LMDBCACHE_TEST_BOOT_ID": "before-power-loss",
+                // Under AddressSanitizer its runtime must otherwise come first in the preload list.
+                "ASAN_OPTIONS": (ProcessInfo.processInfo.environment["ASAN_OPTIONS"].map { $0 + ":" } ?? "")
+                    + "verify_asan_link_order=0",
             ])
         writer.waitUntilExit()
         guard writer.terminationReason == .exit, writer.terminationStatus == 0 else {
@@ -92,7 +95,9 @@ struct PowerLossRun {
         for (index, contents) in state.files.enumerated() {
             guard let contents, index < PowerLossWorkload.recordedFiles.count else { continue }
             let file = path + "/" + PowerLossWorkload.recordedFiles[index]
-            guard FileManager.default.createFile(atPath: file, contents: Data(contents), attributes: [.posixPermissions: 0o600])
+            guard
+                FileManager.default.createFile(
+                    atPath: file, contents: Data(contents), attributes: [.posixPermissions: 0o600])
             else { throw PowerLossRecorderBuild.Failure(description: "cannot write \(file)") }
         }
         try "\(state.confirmedMarker ?? 0)".write(toFile: path + "/confirmed", atomically: false, encoding: .utf8)
@@ -105,7 +110,8 @@ struct PowerLossRun {
         while !remaining.isEmpty {
             let output = Pipe()
             let checker = try Self.start(
-                ["powerloss-check", mode] + remaining, environment: ["LMDBCACHE_TEST_BOOT_ID": "after-power-loss"],
+                ["powerloss-check", mode] + remaining,
+                environment: ["LMDBCACHE_TEST_BOOT_ID": "after-power-loss", "LMDBCACHE_TEST_SAME_FILE": "1"],
                 output: output)
             let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             checker.waitUntilExit()
@@ -131,7 +137,8 @@ struct PowerLossRun {
                 }
                 remaining = remaining.dropFirst()
             } else if !remaining.isEmpty {
-                throw PowerLossRecorderBuild.Failure(description: "the checker stopped early: \(checker.terminationStatus)")
+                throw PowerLossRecorderBuild.Failure(
+                    description: "the checker stopped early: \(checker.terminationStatus)")
             }
         }
     }
@@ -147,7 +154,9 @@ struct PowerLossRun {
             tally.verifyClean += 1
         } else {
             tally.verifyDamaged += 1
-            if tally.examples.count < 5 { tally.examples.append("state \(path): verify exit \(verifier.terminationStatus)") }
+            if tally.examples.count < 5 {
+                tally.examples.append("state \(path): verify exit \(verifier.terminationStatus)")
+            }
         }
     }
 
