@@ -70,6 +70,9 @@ public struct PowerLossLog: Sendable {
         public var confirmedMarker: Int?
         /// Each recorded file's bytes (index as in the recorder's file list); nil: never written.
         public var files: [[UInt8]?]
+        /// True when the power failed before the first completed sync of the first file (LMDB's
+        /// data file): the store's creation itself had not reached the disk.
+        public var beforeFirstSync: Bool
         /// Writes after the last sync that this state kept, and how many of them are torn.
         public var keptWrites: Int
         public var tornWrites: Int
@@ -141,7 +144,10 @@ public struct PowerLossLog: Sendable {
             case .sync, .marker: break
             }
         }
-        return CrashState(point: point, confirmedMarker: confirmed, files: files, keptWrites: kept, tornWrites: torn)
+        return CrashState(
+            point: point, confirmedMarker: confirmed, files: files,
+            beforeFirstSync: lastSync.first.map { $0 < 0 } ?? true,
+            keptWrites: kept, tornWrites: torn)
     }
 }
 

@@ -38,19 +38,35 @@ public enum PowerLossWorkload {
         case absent
     }
 
-    /// Judges `value` read for `key` when the writer had confirmed version `confirmed` (0: none).
-    public static func judge(_ value: [UInt8]?, key: String, confirmed: UInt64) -> Finding {
-        guard let value else { return confirmed == 0 ? .absent : .missing }
-        guard KeyedValue.isValid(value, forKey: key), let version = version(of: value, key: key),
-            version >= 1, version <= UInt64(operationCount), Self.key(ofOperation: Int(version) - 1) == key
-        else { return .wrong }
-        return version >= confirmed ? .held : .missing
+    /// Judges values read back; keeps each version's expected bytes, so a checker that opens many
+    /// states builds each value once.
+    public final class Judge {
+        private var expected: [Int: [UInt8]] = [:]
+
+        public init() {}
+
+        /// Judges `value` read for `key` when the writer had confirmed version `confirmed` (0: none).
+        public func judge(_ value: [UInt8]?, key: String, confirmed: UInt64) -> Finding {
+            guard let value else { return confirmed == 0 ? .absent : .missing }
+            guard let version = PowerLossWorkload.version(of: value, key: key), version >= 1,
+                version <= UInt64(operationCount)
+            else { return .wrong }
+            let operation = Int(version) - 1
+            guard PowerLossWorkload.key(ofOperation: operation) == key else { return .wrong }
+            let wanted = expected[operation] ?? PowerLossWorkload.value(ofOperation: operation)
+            expected[operation] = wanted
+            guard value == wanted else { return .wrong }
+            return version >= confirmed ? .held : .missing
+        }
     }
 
-    /// The seed `KeyedValue` stored after the key.
-    private static func version(of value: [UInt8], key: String) -> UInt64? {
-        let start = 1 + key.utf8.count
-        guard value.count >= start + 8 else { return nil }
+    /// The seed `KeyedValue` stored after the key, when the value starts with the key.
+    static func version(of value: [UInt8], key: String) -> UInt64? {
+        let keyBytes = Array(key.utf8)
+        let start = 1 + keyBytes.count
+        guard value.count >= start + 8, Int(value[0]) == keyBytes.count, Array(value[1..<start]) == keyBytes else {
+            return nil
+        }
         var seed: UInt64 = 0
         for (shift, byte) in value[start..<(start + 8)].enumerated() { seed |= UInt64(byte) << (8 * shift) }
         return seed

@@ -159,6 +159,7 @@ do {
         guard arguments.count >= 4, let durability = PowerLossWorkload.durability(arguments[2]) else {
             fail("usage: powerloss-check MODE DIR...")
         }
+        let judge = PowerLossWorkload.Judge()
         for state in arguments[3...] {
             let confirmedText = (try? String(contentsOfFile: state + "/confirmed", encoding: .utf8)) ?? "0"
             let confirmed = PowerLossWorkload.versions(through: Int(confirmedText) ?? 0)
@@ -172,7 +173,7 @@ do {
                 var counts: [PowerLossWorkload.Finding: Int] = [:]
                 for index in 0..<PowerLossWorkload.keyCount {
                     let key = "p\(index)"
-                    let finding = PowerLossWorkload.judge(
+                    let finding = judge.judge(
                         try disk.data(forKey: key), key: key, confirmed: confirmed[key] ?? 0)
                     counts[finding, default: 0] += 1
                 }
