@@ -118,19 +118,19 @@ final class SyncedSnapshot: @unchecked Sendable {
 
     /// On the first open after a power loss (a record from another boot, its data file still in
     /// place, its newest meta page newer than the record), writes the recorded meta page into
-    /// both meta slots, so LMDB opens the last synced snapshot. Call before `mdb_env_open`, with
-    /// no other process on the store.
-    static func recoverIfNeeded(directory: String, logger: Logger) throws {
+    /// both meta slots, so LMDB opens the last synced snapshot. Call before `mdb_env_open`, holding
+    /// `presence` shared; it runs only if no other process has the store open.
+    static func recoverIfNeeded(directory: String, presence: ProcessPresence, logger: Logger) throws {
+        // Only alone: a process that has the store open has it in this boot, past any recovery.
+        _ = try presence.alone { try recoverAlone(directory: directory, logger: logger) }
+    }
+
+    private static func recoverAlone(directory: String, logger: Logger) throws {
         let recordPath = directory + "/" + fileName
         guard let record = FileManager.default.contents(atPath: recordPath).map([UInt8].init),
             let parsed = Parsed(record)
         else { return }
         guard parsed.bootIdentifier != bootIdentifier() else { return }
-        // Only alone: another process on the store has it open in this boot, past any recovery.
-        let presence = open(directory + "/processes.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard presence >= 0 else { return }
-        defer { close(presence) }
-        guard flock(presence, LOCK_EX | LOCK_NB) == 0 else { return }
         let dataPath = directory + "/" + StoreFiles.data
         let descriptor = open(dataPath, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return }
