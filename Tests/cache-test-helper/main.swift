@@ -27,6 +27,10 @@
 //       power-loss recorder; after each confirmation (a returned flush, or a synchronous insert)
 //       appends a marker to $POWERLOSS_LOG whose id is the number of operations confirmed. Exits
 //       without closing (the log is cut at random points anyway).
+//   cache-test-helper periodic-commit DIR
+//       in .periodic durability (an hour's interval: no periodic sync) writes k0 and flushes,
+//       writes k1 and waits until it is committed (not synced), prints "committed" and waits.
+//       Meant to be killed.
 //   cache-test-helper powerloss-check MODE DIR...
 //       opens each crash state DIR (its confirmed operation count in DIR/confirmed), reads every
 //       key and prints "state DIR OUTCOME held H missing M wrong W", OUTCOME being held,
@@ -160,6 +164,18 @@ do {
         }
         FileHandle.standardOutput.write(Data("done\n".utf8))
         exit(0)
+    case "periodic-commit":
+        var configuration = DiskCache.Configuration()
+        configuration.durability = .periodic(syncInterval: .seconds(3_600))
+        let disk = try DiskCache(directory: directory, configuration: configuration)
+        try disk.setData(KeyedValue.make(key: "k0", seed: 1), forKey: "k0")
+        try disk.flush()
+        try disk.setData(KeyedValue.make(key: "k1", seed: 2), forKey: "k1")
+        // Polls the committed totals: the writer thread commits k1 on its own, without a sync.
+        while disk.totalCount < 2 { usleep(1_000) }
+        FileHandle.standardOutput.write(Data("committed\n".utf8))
+        while true { sleep(60) }
+        withExtendedLifetime(disk) {}
     case "powerloss-check":
         guard arguments.count >= 4, let durability = PowerLossWorkload.durability(arguments[2]) else {
             fail("usage: powerloss-check MODE DIR...")

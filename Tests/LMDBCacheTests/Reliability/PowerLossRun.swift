@@ -181,7 +181,7 @@ struct PowerLossRun {
 
     /// Starts a package executable with extra environment variables; stdout to `output` (else
     /// discarded), stderr discarded.
-    private static func start(
+    static func start(
         _ arguments: [String], executable: String = "cache-test-helper", environment: [String: String] = [:],
         output: Pipe? = nil
     ) throws -> Process {
