@@ -112,7 +112,8 @@ final class Environment: @unchecked Sendable {
         }
         // A dead process's pin went with its reader slot: pin and record this snapshot now.
         do {
-            try snapshot?.syncAndRecord(opened.env)
+            // No transaction of ours is active yet: another process's growth is adopted at once.
+            while let snapshot, try !snapshot.syncAndRecord(opened.env) { mdb_env_set_mapsize(opened.env, 0) }
         } catch {
             mdb_env_close(opened.env)
             throw error
@@ -417,13 +418,17 @@ final class Environment: @unchecked Sendable {
     /// synced snapshot and keeps it recoverable until the next sync (``SyncedSnapshot``).
     /// Writer thread only.
     func sync() throws {
-        try resizeLock.withSharedLock {
-            if let unusable { throw unusable }
-            if let syncedSnapshot {
-                try syncedSnapshot.syncAndRecord(env)
-            } else {
-                try LMDBStatus.check(mdb_env_sync(env, 1), "mdb_env_sync", path: path)
+        while true {
+            let done = try resizeLock.withSharedLock {
+                if let unusable { throw unusable }
+                guard let syncedSnapshot else {
+                    try LMDBStatus.check(mdb_env_sync(env, 1), "mdb_env_sync", path: path)
+                    return true
+                }
+                return try syncedSnapshot.syncAndRecord(env)
             }
+            if done { return }
+            adoptGrownMap()
         }
     }
 

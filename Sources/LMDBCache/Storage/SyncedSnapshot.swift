@@ -19,7 +19,7 @@ import Logging
 /// snapshot. A kill -9 (same boot, page cache intact) changes nothing.
 final class SyncedSnapshot: @unchecked Sendable {
     /// The record's file, in the cache directory.
-    static let fileName = "synced-snapshot"
+    static let fileName = StoreFiles.syncedSnapshot
     /// Replaces the boot id, for the power-loss tests: a crash state opened in the "next boot".
     static let bootIdentifierOverride = "LMDBCACHE_TEST_BOOT_ID"
     /// For the power-loss tests, which rebuild each crash state's `data.mdb` as a new file where a
@@ -44,11 +44,14 @@ final class SyncedSnapshot: @unchecked Sendable {
         self.directory = directory
     }
 
-    /// Syncs the data file and records the synced snapshot, pinning it until the next call.
-    func syncAndRecord(_ env: OpaquePointer) throws {
+    /// Syncs the data file and records the synced snapshot, pinning it until the next call. False,
+    /// doing nothing, when another process grew the map: adopt its size, then call again.
+    @discardableResult
+    func syncAndRecord(_ env: OpaquePointer) throws -> Bool {
         var reader: OpaquePointer?
-        try LMDBStatus.check(
-            mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &reader), "mdb_txn_begin(synced snapshot)", path: directory)
+        let begin = mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &reader)
+        if begin == MDB_MAP_RESIZED { return false }
+        try LMDBStatus.check(begin, "mdb_txn_begin(synced snapshot)", path: directory)
         // Begun before the sync: its snapshot was committed, so the sync makes it durable.
         let transaction = UInt64(mdb_txn_id(reader))
         do {
@@ -61,7 +64,7 @@ final class SyncedSnapshot: @unchecked Sendable {
             else {
                 // Another process already wrote over this snapshot's meta slot: keep the older pin.
                 mdb_txn_abort(reader)
-                return
+                return true
             }
         } catch {
             mdb_txn_abort(reader)
@@ -69,6 +72,7 @@ final class SyncedSnapshot: @unchecked Sendable {
         }
         if let held { mdb_txn_abort(held) }
         held = reader
+        return true
     }
 
     /// Lets the pinned snapshot go (before the environment closes or is swapped).
