@@ -1,0 +1,19 @@
+/// Striped locks by key hash that make a two-tier write (queue it on disk, then store it in
+/// memory) one step per key: two writers of one key finish in the same order in both tiers, so
+/// memory and disk never end up holding different values.
+///
+/// Striped rather than one lock per key so memory stays fixed; writers of keys that share a
+/// stripe wait for each other, which costs little with many stripes. Reads never take them.
+struct KeyWriteLocks: Sendable {
+    /// A power of two: the stripe is the hash's low bits.
+    static let stripeCount = 64
+
+    private let stripes: [Locked<Void>] = (0..<Self.stripeCount).map { _ in Locked(()) }
+
+    /// Runs `body` holding the stripe of `key`. `body` must not call user code (listeners,
+    /// codecs): one that writes a key of the same stripe would wait for itself.
+    func withLock<Key: Hashable, T>(for key: Key, _ body: () throws -> T) rethrows -> T {
+        let stripe = key.hashValue & (Self.stripeCount - 1)
+        return try stripes[stripe].withLock { _ in try body() }
+    }
+}
