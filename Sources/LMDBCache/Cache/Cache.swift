@@ -19,8 +19,10 @@ import Logging
 /// let fresh = try await cache.value(forKey: "a3") { try await api.article(id: "a3") }
 /// ```
 ///
-/// Inserts and lookups do not throw: a value the codec cannot encode stays in memory only, a
-/// disk write that fails is logged and counted, and ``flush()`` throws the first such failure.
+/// Inserts and lookups do not throw: a value the codec cannot encode, or the disk refuses, stays
+/// in memory only (the value it replaced is removed from disk), a disk write that fails is logged
+/// and counted, and ``flush()`` throws the first such failure. An insert or removal changes both
+/// tiers as one step per key, so concurrent writers of a key leave the tiers agreeing.
 /// Safe to use from any thread or task.
 public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// Called once for every entry that leaves a tier, with the tier, after the cache's locks are

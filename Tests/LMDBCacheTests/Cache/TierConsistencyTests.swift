@@ -118,7 +118,7 @@ struct TierConsistencyTests {
         }
         try cache.flush()
         #expect(compared == rounds * keys.count)
-        #expect(disagreements.isEmpty, "memory / disk: \(disagreements.prefix(5))")
+        #expect(disagreements.isEmpty, "\(disagreements.count) of \(compared) disagree (memory / disk): \(disagreements.prefix(5))")
     }
 }
 
