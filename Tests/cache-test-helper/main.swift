@@ -9,6 +9,11 @@
 //   cache-test-helper hold DIR
 //       opens the cache, reads its totals (so it holds a reader slot), prints "open" and waits.
 //       Meant to be killed.
+//   cache-test-helper pin DIR
+//       opens the cache and, inside a read transaction (verify's, which reports progress every
+//       4,096 records, so the store needs that many), prints "pinned" and waits. Meant to be killed.
+//   cache-test-helper closed DIR
+//       opens the cache, closes it, keeps the closed handle, prints "closed" and waits.
 //   cache-test-helper mixed DIR PROCESS COUNT
 //       runs operations 0..<COUNT of MixedWorkload for PROCESS, flushing and printing
 //       "progress N" every 250; checks every value it reads with KeyedValue (exit 2 on a wrong
@@ -128,6 +133,19 @@ do {
         let disk = try DiskCache(directory: directory)
         _ = disk.totalCount
         FileHandle.standardOutput.write(Data("open\n".utf8))
+        while true { sleep(60) }
+        withExtendedLifetime(disk) {}
+    case "pin":
+        let disk = try DiskCache(directory: directory)
+        _ = try disk.verify { _ in
+            FileHandle.standardOutput.write(Data("pinned\n".utf8))
+            while true { sleep(60) }
+        }
+        fail("the store has fewer than 4,096 records")
+    case "closed":
+        let disk = try DiskCache(directory: directory)
+        disk.close()
+        FileHandle.standardOutput.write(Data("closed\n".utf8))
         while true { sleep(60) }
         withExtendedLifetime(disk) {}
     default:

@@ -51,6 +51,11 @@ public final class DiskCache: Sendable {
                 directory: path, options: configuration.environmentOptions,
                 syncInterval: configuration.durability.syncInterval, logger: logger)
         }
+        if !configuration.readOnly, let permissions = DirectoryRegistry<DiskStore>.permissionsOpenToOthers(path) {
+            logger.warning(
+                "LMDBCache directory is open to other users; 0700 keeps its files private",
+                metadata: ["path": "\(path)", "mode": "\(String(permissions, radix: 8))"])
+        }
         if configuration.automaticTrimming && !configuration.readOnly {
             let scheduler = TrimScheduler(tier: .disk, interval: configuration.autoTrimInterval, logger: logger) {
                 [weak self] in self?.trimPass() ?? 0
@@ -245,6 +250,7 @@ public final class DiskCache: Sendable {
     func trimPass() -> Int {
         do {
             return try withStore { store in
+                store.env.clearStaleReaders(before: "a trim pass")
                 let now = configuration.clock.milliseconds
                 let totals = try store.totals()
                 let targets = limits.lowWaterTargets

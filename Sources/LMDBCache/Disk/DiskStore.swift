@@ -54,7 +54,15 @@ final class DiskStore: Sendable {
     let presence: ProcessPresence
 
     init(directory: String, options: Environment.Options, syncInterval: Duration?, logger: Logger) throws {
-        env = try Environment.open(directory: directory, options: options, logger: logger)
+        // Presence first: a process compacting or setting the file aside holds it exclusively, and
+        // LMDB must not map the file until that is over.
+        presence = try ProcessPresence(directory: directory, readOnly: options.readOnly)
+        do {
+            env = try Environment.open(directory: directory, options: options, presence: presence, logger: logger)
+        } catch {
+            presence.close()
+            throw error
+        }
         path = directory
         self.syncInterval = syncInterval
         db = DiskDatabases(env.databases)
@@ -63,7 +71,6 @@ final class DiskStore: Sendable {
         reserve = SpaceReserve(directory: directory)
         if !isReadOnly { reserve.take() }
         do {
-            presence = try ProcessPresence(directory: directory, readOnly: isReadOnly)
             if isReadOnly {
                 try checkFormat(env.read { txn in try Totals.load(txn, db.info, Totals.formatKey) })
             } else {
@@ -81,6 +88,7 @@ final class DiskStore: Sendable {
             }
         } catch {
             env.close()
+            presence.close()
             throw error
         }
     }
@@ -101,6 +109,8 @@ final class DiskStore: Sendable {
     func close() {
         if !isReadOnly { try? commitAndSync() }
         env.close()
+        // A closed store no longer counts as a process on it, even while handles still refer to it.
+        presence.close()
     }
 
     // MARK: Eviction events
@@ -164,7 +174,7 @@ final class DiskStore: Sendable {
         if schedule { startDrain() }
         if synchronous {
             try waitUntil { $0.syncedThrough >= sequence }
-            if let error = state.withLock({ $0.failure(of: sequence) }) { throw error }
+            if let error = state.withLock({ $0.takeSynchronousResult(sequence) }) { throw error }
         }
     }
 
@@ -232,28 +242,43 @@ final class DiskStore: Sendable {
 
     /// Commits batches until the queue is empty. Runs on the writer thread.
     func drain() {
-        while commitNextBatch(enforcingLimits: true) {}
+        while commitNextBatch(enforcingLimits: true) != nil {}
     }
 
-    /// Commits one batch; false when there was none. With `enforcingLimits`, a batch that takes
+    /// What committing a batch left to do.
+    private enum Committed {
+        /// Nothing: the limits hold, or were enforced.
+        case done
+        /// The batch took the store past `limits`, which were not enforced.
+        case limitsPassed(DiskLimits)
+    }
+
+    /// Commits one batch; nil when there was none. With `enforcingLimits`, a batch that takes
     /// the store past its newest insert's limits is followed by a trim to the low-water mark
-    /// before its writers are told it is done, so a flush returns with the limits holding.
-    private func commitNextBatch(enforcingLimits: Bool) -> Bool {
+    /// before its writers are told it is done, so a flush returns with the limits holding;
+    /// without, such limits are returned for the caller (a trim under way) to enforce after.
+    private func commitNextBatch(enforcingLimits: Bool) -> Committed? {
         guard
             let batch = state.withLock({
                 $0.takeBatch(
                     maxWrites: Self.maxBatchWrites, maxBytes: Self.maxBatchBytes, maxAccesses: Self.accessBatchSize)
             })
         else {
-            return false
+            return nil
         }
         var failure: CacheError?
+        var outcome = Committed.done
         if !batch.writes.isEmpty || !batch.accesses.isEmpty || !batch.damaged.isEmpty {
             do {
                 let (totals, added) = try commitWithEmergencyTrim(batch)
-                if enforcingLimits, let limits = batch.limits {
-                    if limits.isExceeded(by: totals) { enforce(limits) }
-                    keepFreeSpace(limits, added: added, totals: totals)
+                if let limits = batch.limits {
+                    if !enforcingLimits {
+                        let spaceShort = limits.freeSpace != nil && added > 0
+                        if limits.isExceeded(by: totals) || spaceShort { outcome = .limitsPassed(limits) }
+                    } else {
+                        if limits.isExceeded(by: totals) { enforce(limits) }
+                        keepFreeSpace(limits, added: added, totals: totals)
+                    }
                 }
             } catch {
                 let cacheError = error as? CacheError ?? .lmdb(code: -1, operation: "write", message: "\(error)")
@@ -283,7 +308,7 @@ final class DiskStore: Sendable {
         progress.broadcast()
         progress.unlock()
         if !batch.writes.isEmpty { schedulePeriodicSync() }
-        return true
+        return outcome
     }
 
     /// Commits `batch`; when the volume is full (or the map cannot grow), frees the space reserve,
@@ -447,12 +472,15 @@ final class DiskStore: Sendable {
     }
 
     /// Removes expired entries, then least recently used ones as `plan` says, in transactions of
-    /// at most ``trimBatchSize`` removals; queued writes are committed between them. Writer only.
+    /// at most ``trimBatchSize`` removals; queued writes are committed between them, and when they
+    /// pass their limits, those are enforced once the plan is met. Writer only.
     /// Returns the entries removed.
     @discardableResult
     func trim(_ plan: TrimPlan, now: UInt64, committingQueuedWrites: Bool = true) throws -> Int {
         let observed = isObserved
         var removedTotal = 0
+        var plan = plan
+        var passedLimits: DiskLimits?
         while true {
             var evicted: [DiskEviction] = []
             var tally = EvictionTally()
@@ -471,9 +499,34 @@ final class DiskStore: Sendable {
             removedTotal += done.1
             tally.report(to: evictionMetrics)
             publish(evicted)
-            if done.0 { return removedTotal }
-            if committingQueuedWrites { _ = commitNextBatch(enforcingLimits: false) }
+            if done.0 {
+                guard let limits = passedLimits else { return removedTotal }
+                // Writes committed between this trim's transactions passed their limits: trim
+                // again for them (committing more writes between its transactions, if queued).
+                passedLimits = nil
+                guard let followUp = try followUpPlan(limits) else { return removedTotal }
+                plan = followUp
+                continue
+            }
+            if committingQueuedWrites, case .limitsPassed(let limits) = commitNextBatch(enforcingLimits: false) {
+                passedLimits = limits
+            }
         }
+    }
+
+    /// The trim that brings the store back inside `limits` after writes committed during another
+    /// trim passed them: count and cost down to their low-water mark, or, with the volume short of
+    /// its free-space limit, bytes down by the shortfall. Nil when the limits hold.
+    private func followUpPlan(_ limits: DiskLimits) throws -> TrimPlan? {
+        let totals = try self.totals()
+        guard limits.isExceeded(by: totals) else {
+            guard let limit = limits.freeSpace, let free = VolumeSpace.available(at: path), free < limit else {
+                return nil
+            }
+            return TrimPlan(cost: max(0, totals.bytes - (limit - free)), reason: .freeSpace)
+        }
+        let targets = limits.lowWaterTargets
+        return TrimPlan(count: targets.count, cost: targets.cost)
     }
 
     /// One transaction's share of a trim; true when the plan is met.

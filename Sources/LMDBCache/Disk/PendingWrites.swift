@@ -80,8 +80,9 @@ struct PendingWrites {
     private(set) var committedThrough: UInt64 = 0
     private(set) var syncedThrough: UInt64 = 0
     private var syncRequestedThrough: UInt64 = 0
-    /// Failed batches, newest last, as (first, last) sequence and error; a few are kept.
-    private var failures: [(first: UInt64, last: UInt64, error: CacheError)] = []
+    /// Synchronous writes waiting for their commit, with the error of a batch that failed them.
+    /// Kept until the waiter takes its result, however many batches fail meanwhile.
+    private var synchronousWaiters: [UInt64: CacheError?] = [:]
     /// The first failure no `flush()` has reported yet.
     private(set) var unreportedFailure: CacheError?
     /// True while a drain job is queued or running on the writer.
@@ -124,9 +125,16 @@ struct PendingWrites {
         damaged.insert(key)
     }
 
-    /// Asks for an fsync once everything through `sequence` is committed.
+    /// Asks for an fsync once everything through `sequence` is committed, and keeps the outcome
+    /// of write `sequence` for ``takeSynchronousResult(_:)``.
     mutating func requestSync(through sequence: UInt64) {
         syncRequestedThrough = max(syncRequestedThrough, sequence)
+        synchronousWaiters[sequence] = .some(nil)
+    }
+
+    /// The error of the failed batch that held synchronous write `sequence`, if it failed; forgets it.
+    mutating func takeSynchronousResult(_ sequence: UInt64) -> CacheError? {
+        synchronousWaiters.removeValue(forKey: sequence) ?? nil
     }
 
     /// True when a requested sync is due: its writes are committed but not yet synced.
@@ -158,12 +166,16 @@ struct PendingWrites {
             queue.removeFirst(head)
             head = 0
         }
-        if accesses.count <= maxAccesses {
+        let lastWrite = batch.writes.last?.sequence ?? 0
+        if accesses.count <= maxAccesses && !hasAccessAwaitingWrite(after: lastWrite) {
             swap(&batch.accesses, &accesses)
         } else {
             // Not popFirst() in a loop: each call scans from the first bucket, quadratic in all.
-            batch.accesses.reserveCapacity(maxAccesses)
-            for (key, update) in accesses.prefix(maxAccesses) { batch.accesses[key] = update }
+            batch.accesses.reserveCapacity(min(maxAccesses, accesses.count))
+            for (key, update) in accesses where !isAwaitingWrite(key, after: lastWrite) {
+                batch.accesses[key] = update
+                if batch.accesses.count == maxAccesses { break }
+            }
             for key in batch.accesses.keys { accesses.removeValue(forKey: key) }
         }
         batch.damaged = Array(damaged)
@@ -175,6 +187,20 @@ struct PendingWrites {
         return batch
     }
 
+    /// True when the entry `key`'s access time is for is still queued after write `sequence`: an
+    /// import's access time, say, recorded before the batch holding its write. Applied before its
+    /// write, the access would find no index entry to move and be dropped.
+    private func isAwaitingWrite(_ key: StorageKey, after sequence: UInt64) -> Bool {
+        guard let write = newest[key] else { return false }
+        return write.sequence > sequence
+    }
+
+    private func hasAccessAwaitingWrite(after sequence: UInt64) -> Bool {
+        // Most batches take the whole queue: nothing can be waiting then.
+        guard head < queue.count, !newest.isEmpty else { return false }
+        return accesses.keys.contains { isAwaitingWrite($0, after: sequence) }
+    }
+
     /// Marks `batch` done: committed, or dropped with `error`.
     mutating func complete(_ batch: WriteBatch, error: CacheError?) {
         for write in batch.writes where newest[write.key]?.sequence == write.sequence {
@@ -184,15 +210,13 @@ struct PendingWrites {
         guard let first = batch.writes.first, let last = batch.writes.last else { return }
         committedThrough = max(committedThrough, last.sequence)
         if let error {
-            failures.append((first.sequence, last.sequence, error))
-            if failures.count > 32 { failures.removeFirst() }
+            if !synchronousWaiters.isEmpty {
+                for sequence in synchronousWaiters.keys where first.sequence <= sequence && sequence <= last.sequence {
+                    synchronousWaiters[sequence] = error
+                }
+            }
             if unreportedFailure == nil { unreportedFailure = error }
         }
-    }
-
-    /// The error of the failed batch that held write `sequence`, if it failed.
-    func failure(of sequence: UInt64) -> CacheError? {
-        failures.last { $0.first <= sequence && sequence <= $0.last }?.error
     }
 
     /// Returns and clears the failure `flush()` must report.

@@ -35,6 +35,9 @@ final class Environment: @unchecked Sendable {
     /// Replaced only by ``compactInPlace()``, under the exclusive resize lock; every other use
     /// holds that lock shared or runs on the writer thread.
     private var env: OpaquePointer
+    /// Set, under the exclusive resize lock, when `env` was closed and could not be opened again
+    /// (a compaction's reopen failed): every later call throws it instead of touching `env`.
+    private var unusable: CacheError?
     private let options: Options
     private let resizeLock = ReadWriteLock()
     private let logger: Logger
@@ -51,24 +54,36 @@ final class Environment: @unchecked Sendable {
     private struct MapResized: Error {}
 
     /// Opens the environment in `directory` (which must exist), setting a damaged file aside when
-    /// `options.damagedStore` says so.
-    static func open(directory: String, options: Options, logger: Logger) throws -> Environment {
+    /// `options.damagedStore` says so and no other process has the store open. The caller holds
+    /// `presence` (shared) from before this call until after ``close()``.
+    static func open(directory: String, options: Options, presence: ProcessPresence, logger: Logger) throws
+        -> Environment
+    {
         do {
             return try Environment(directory: directory, options: options, logger: logger)
         } catch let error as CacheError {
             guard case .damagedStore(_, let reason) = error, options.damagedStore == .recreate, !options.readOnly else {
                 throw error
             }
-            let data = directory + "/" + StoreFiles.data
-            let aside = data + ".damaged-\(Int(Date().timeIntervalSince1970))"
-            logger.error(
-                "LMDBCache store is damaged; moving it aside and starting empty",
-                metadata: ["path": "\(directory)", "reason": "\(reason)", "movedTo": "\(aside)"])
-            guard rename(data, aside) == 0 else {
-                throw CacheError.damagedStore(
-                    path: directory, reason: "\(reason); moving it aside failed: \(errnoText())")
+            // Renaming the file under another process's map would leave it writing to the
+            // unlinked file: only a process alone on the store sets it aside.
+            let reopened = try presence.alone { () throws -> Environment in
+                let data = directory + "/" + StoreFiles.data
+                let aside = data + ".damaged-\(Int(Date().timeIntervalSince1970))"
+                logger.error(
+                    "LMDBCache store is damaged; moving it aside and starting empty",
+                    metadata: ["path": "\(directory)", "reason": "\(reason)", "movedTo": "\(aside)"])
+                guard rename(data, aside) == 0 else {
+                    throw CacheError.damagedStore(
+                        path: directory, reason: "\(reason); moving it aside failed: \(errnoText())")
+                }
+                return try Environment(directory: directory, options: options, logger: logger)
             }
-            return try Environment(directory: directory, options: options, logger: logger)
+            guard let reopened else {
+                throw CacheError.damagedStore(
+                    path: directory, reason: "\(reason); not moved aside while another process has the store open")
+            }
+            return reopened
         }
     }
 
@@ -92,7 +107,7 @@ final class Environment: @unchecked Sendable {
     func close() {
         writer.stop()
         abortIdleReaders()
-        mdb_env_close(env)
+        if unusable == nil { mdb_env_close(env) }
     }
 
     // MARK: Reading
@@ -103,6 +118,7 @@ final class Environment: @unchecked Sendable {
             resizeLock.lockShared()
             let txn: OpaquePointer
             do {
+                if let unusable { throw unusable }
                 txn = try takeReader()
             } catch is MapResized {
                 resizeLock.unlockShared()
@@ -114,13 +130,16 @@ final class Environment: @unchecked Sendable {
             }
             let result = Result { try body(ReadTransaction(pointer: txn, path: path)) }
             mdb_txn_reset(txn)
-            resizeLock.unlockShared()
+            // Pooled (or aborted) before the shared lock is released: compaction closes the
+            // environment under the exclusive lock, and a transaction of a closed environment
+            // must never reach the pool.
             let pooled = idleReaders.withLock { readers in
                 guard readers.count < Self.maxIdleReaders else { return false }
                 readers.append(TransactionHandle(pointer: txn))
                 return true
             }
             if !pooled { mdb_txn_abort(txn) }
+            resizeLock.unlockShared()
             return try result.get()
         }
     }
@@ -151,6 +170,10 @@ final class Environment: @unchecked Sendable {
         var growths = 0
         while true {
             resizeLock.lockShared()
+            if let unusable {
+                resizeLock.unlockShared()
+                throw unusable
+            }
             var txn: OpaquePointer?
             let begin = mdb_txn_begin(env, nil, 0, &txn)
             if begin == MDB_MAP_RESIZED {
@@ -169,6 +192,7 @@ final class Environment: @unchecked Sendable {
                 mdb_txn_abort(txn)
                 resizeLock.unlockShared()
                 growths += 1
+                clearStaleReaders(before: "growing the map")
                 try grow(attempt: growths)
                 continue
             } catch {
@@ -180,6 +204,7 @@ final class Environment: @unchecked Sendable {
             resizeLock.unlockShared()
             if commit == MDB_MAP_FULL {
                 growths += 1
+                clearStaleReaders(before: "growing the map")
                 try grow(attempt: growths)
                 continue
             }
@@ -197,17 +222,13 @@ final class Environment: @unchecked Sendable {
     func compactInPlace() throws {
         precondition(writer.isCurrent, "compaction runs on the writer thread")
         let temporary = path + "/" + StoreFiles.compactionFolder
-        unlink(temporary + "/" + StoreFiles.data)
-        unlink(temporary + "/lock.mdb")
-        rmdir(temporary)
+        try Self.removeCompactionFolder(temporary)
         guard mkdir(temporary, 0o700) == 0 else {
             throw CacheError.directoryUnavailable(path: temporary, reason: "cannot create it: \(errnoText())")
         }
-        defer {
-            unlink(temporary + "/" + StoreFiles.data)
-            rmdir(temporary)
-        }
+        defer { try? Self.removeCompactionFolder(temporary) }
         try resizeLock.withSharedLock {
+            if let unusable { throw unusable }
             try LMDBStatus.check(
                 mdb_env_copy2(env, temporary, UInt32(MDB_CP_COMPACT)), "mdb_env_copy2(compact)", path: path)
         }
@@ -218,14 +239,44 @@ final class Environment: @unchecked Sendable {
         try resizeLock.withExclusiveLock {
             abortIdleReaders()
             mdb_env_close(env)
-            guard rename(temporary + "/" + StoreFiles.data, path + "/" + StoreFiles.data) == 0 else {
-                let reason = errnoText()
-                // The old file is still in place: open it again.
+            let swapped = rename(temporary + "/" + StoreFiles.data, path + "/" + StoreFiles.data) == 0
+            let renameFailure = swapped ? "" : errnoText()
+            do {
+                // The compacted file, or the old one still in place.
                 env = try Self.openEnvironment(path, options).env
-                throw CacheError.directoryUnavailable(
-                    path: path, reason: "cannot swap in the compacted file: \(reason)")
+            } catch {
+                // `env` is closed: no later call may touch it, and close() must not close it again.
+                let cacheError = error as? CacheError ?? .directoryUnavailable(path: path, reason: "\(error)")
+                unusable = .directoryUnavailable(
+                    path: path,
+                    reason: "the store could not be opened again after compaction (\(cacheError)); reopen it")
+                throw cacheError
             }
-            env = try Self.openEnvironment(path, options).env
+            if !swapped {
+                throw CacheError.directoryUnavailable(
+                    path: path, reason: "cannot swap in the compacted file: \(renameFailure)")
+            }
+        }
+    }
+
+    /// Removes what a crashed compaction left at `folder`: the folder with the copy and its lock
+    /// file, or anything else under that name (a symbolic link is removed, never followed).
+    private static func removeCompactionFolder(_ folder: String) throws {
+        var info = stat()
+        guard lstat(folder, &info) == 0 else { return }
+        if info.st_mode & S_IFMT == S_IFDIR {
+            let directory = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if directory >= 0 {
+                for name in [StoreFiles.data, "lock.mdb"] { unlinkat(directory, name, 0) }
+                Glibc.close(directory)
+            }
+            guard rmdir(folder) == 0 || errno == ENOENT else {
+                throw CacheError.directoryUnavailable(path: folder, reason: "cannot remove it: \(errnoText())")
+            }
+        } else {
+            guard unlink(folder) == 0 || errno == ENOENT else {
+                throw CacheError.directoryUnavailable(path: folder, reason: "cannot remove it: \(errnoText())")
+            }
         }
     }
 
@@ -340,14 +391,17 @@ final class Environment: @unchecked Sendable {
 
     /// Writes buffered pages and the meta page to disk.
     func sync() throws {
-        try LMDBStatus.check(mdb_env_sync(env, 1), "mdb_env_sync", path: path)
+        try resizeLock.withSharedLock {
+            if let unusable { throw unusable }
+            try LMDBStatus.check(mdb_env_sync(env, 1), "mdb_env_sync", path: path)
+        }
     }
 
     // MARK: Map size
 
     /// Current map size in bytes.
     var mapSize: Int {
-        resizeLock.withSharedLock { currentMapSize }
+        resizeLock.withSharedLock { unusable == nil ? currentMapSize : 0 }
     }
 
     /// The map size, for callers already holding the resize lock.
@@ -380,8 +434,11 @@ final class Environment: @unchecked Sendable {
     }
 
     /// Runs `body` with the environment pointer, kept valid (no compaction swaps it) meanwhile.
-    func withEnvironmentPointer<T>(_ body: (OpaquePointer) throws -> T) rethrows -> T {
-        try resizeLock.withSharedLock { try body(env) }
+    func withEnvironmentPointer<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
+        try resizeLock.withSharedLock {
+            if let unusable { throw unusable }
+            return try body(env)
+        }
     }
 
     // MARK: Readers
@@ -390,8 +447,20 @@ final class Environment: @unchecked Sendable {
     @discardableResult
     func clearStaleReaders() -> Int {
         var dead: Int32 = 0
-        resizeLock.withSharedLock { _ = mdb_reader_check(env, &dead) }
+        resizeLock.withSharedLock { if unusable == nil { _ = mdb_reader_check(env, &dead) } }
         return Int(dead)
+    }
+
+    /// Clears stale reader slots, logging any it cleared. A process killed during a read leaves
+    /// its slot pinning the snapshot it read, and LMDB then reuses no page freed since: the file
+    /// grows. Done by every trim pass and before the map grows, not only at open.
+    func clearStaleReaders(before occasion: String) {
+        let cleared = clearStaleReaders()
+        if cleared > 0 {
+            logger.info(
+                "LMDBCache cleared stale reader slots",
+                metadata: ["path": "\(path)", "slots": "\(cleared)", "before": "\(occasion)"])
+        }
     }
 }
 
