@@ -23,7 +23,9 @@ final class DiskStore: Sendable {
     private let damagedRecords = Counter(label: "lmdbcache_disk_damaged_records_total")
     /// Told of every entry trimming evicts, on `evictionQueue`, keyed by a token.
     private let evictionObservers = Locked<(next: UInt64, observers: [UInt64: EvictionObserver])>((0, [:]))
-    private let evictionQueue = DispatchQueue(label: "LMDBCache.DiskStore.evictions")
+    private let evictionQueue = DiskStore.makeEvictionQueue()
+    /// Marks an eviction queue with its own identity, so code running on it can tell.
+    private static let evictionQueueKey = DispatchSpecificKey<ObjectIdentifier>()
     private let failedWrites = Counter(label: "lmdbcache_disk_failed_writes_total")
     /// Queued writes dropped because their batch failed (a full disk), for ``Cache/statistics``.
     private let droppedWrites = Atomic<Int>(0)
@@ -145,8 +147,17 @@ final class DiskStore: Sendable {
         }
     }
 
-    /// Waits until every eviction event published so far has been delivered.
+    private static func makeEvictionQueue() -> DispatchQueue {
+        let queue = DispatchQueue(label: "LMDBCache.DiskStore.evictions")
+        queue.setSpecific(key: evictionQueueKey, value: ObjectIdentifier(queue))
+        return queue
+    }
+
+    /// Waits until every eviction event published so far has been delivered. On the eviction
+    /// queue itself (an observer closing its cache) it returns at once: the events before the
+    /// running one are delivered, and waiting for the queue there would wait for itself.
     func waitForEvictionEvents() {
+        if DispatchQueue.getSpecific(key: Self.evictionQueueKey) == ObjectIdentifier(evictionQueue) { return }
         evictionQueue.sync {}
     }
 
@@ -222,6 +233,16 @@ final class DiskStore: Sendable {
         if schedule { startDrain() }
     }
 
+    /// Has the writer remove the record of `key` if it is still the one `identity` names: a
+    /// reader's removal of a record it could not use, which must not remove a newer write.
+    func removeIfUnchanged(_ key: StorageKey, _ identity: RecordIdentity) {
+        let schedule = state.withLock { pending in
+            pending.recordRemoval(key, ifUnchanged: identity)
+            return scheduleDrain(&pending)
+        }
+        if schedule { startDrain() }
+    }
+
     private func scheduleDrain(_ pending: inout PendingWrites) -> Bool {
         if pending.drainScheduled { return false }
         pending.drainScheduled = true
@@ -268,7 +289,7 @@ final class DiskStore: Sendable {
         }
         var failure: CacheError?
         var outcome = Committed.done
-        if !batch.writes.isEmpty || !batch.accesses.isEmpty || !batch.damaged.isEmpty {
+        if !batch.isEmpty {
             do {
                 let (totals, added) = try commitWithEmergencyTrim(batch)
                 if let limits = batch.limits {
@@ -431,6 +452,12 @@ final class DiskStore: Sendable {
             if (try? Record.validate(bytes, storedKey: key.bytes)) == nil {
                 try removeEntry(key.bytes, txn, &totals)
             }
+        }
+        // After the batch's writes, in the same transaction: a write queued before the check
+        // replaced the record and is kept; one queued after it commits after the removal.
+        for (key, identity) in batch.removalsIfUnchanged {
+            guard let bytes = try txn.get(db.records, key.bytes), RecordIdentity(bytes) == identity else { continue }
+            try removeEntry(key.bytes, txn, &totals)
         }
         if totals != before { try totals.save(txn, db.info) }
         return (totals, totals.bytes - before.bytes)

@@ -59,9 +59,16 @@ struct WriteBatch: Sendable {
     var writes: [QueuedWrite] = []
     var accesses: [StorageKey: AccessUpdate] = [:]
     var damaged: [StorageKey] = []
+    /// Records to remove if their key still holds exactly that record, checked after `writes`.
+    var removalsIfUnchanged: [StorageKey: RecordIdentity] = [:]
     var byteCount = 0
     /// The limits to enforce after the commit: those of the handle that wrote last.
     var limits: DiskLimits?
+
+    /// True when it holds nothing to commit.
+    var isEmpty: Bool {
+        writes.isEmpty && accesses.isEmpty && damaged.isEmpty && removalsIfUnchanged.isEmpty
+    }
 }
 
 /// The write-behind queue: writes in arrival order, the newest write per key (so reads see their
@@ -75,6 +82,7 @@ struct PendingWrites {
     private var newest: [StorageKey: QueuedWrite] = [:]
     private var accesses: [StorageKey: AccessUpdate] = [:]
     private var damaged: Set<StorageKey> = []
+    private var removalsIfUnchanged: [StorageKey: RecordIdentity] = [:]
     private(set) var queuedBytes = 0
     private(set) var lastQueued: UInt64 = 0
     private(set) var committedThrough: UInt64 = 0
@@ -123,6 +131,12 @@ struct PendingWrites {
 
     mutating func recordDamage(_ key: StorageKey) {
         damaged.insert(key)
+    }
+
+    /// Asks the writer to remove the record of `key` if it is still `record` when the next batch
+    /// commits. Not a queued write: reads do not see it, since it may come to nothing.
+    mutating func recordRemoval(_ key: StorageKey, ifUnchanged record: RecordIdentity) {
+        removalsIfUnchanged[key] = record
     }
 
     /// Asks for an fsync once everything through `sequence` is committed, and keeps the outcome
@@ -180,7 +194,8 @@ struct PendingWrites {
         }
         batch.damaged = Array(damaged)
         damaged.removeAll()
-        if batch.writes.isEmpty && batch.accesses.isEmpty && batch.damaged.isEmpty && !syncDue {
+        swap(&batch.removalsIfUnchanged, &removalsIfUnchanged)
+        if batch.isEmpty && !syncDue {
             drainScheduled = false
             return nil
         }
