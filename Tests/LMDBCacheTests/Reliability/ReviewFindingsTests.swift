@@ -75,6 +75,7 @@ struct ReviewFindingsTests {
         let disk = try DiskCache(directory: dir.url, configuration: limited)
         defer { disk.close() }
         let store = disk.store
+        time.advance(by: .seconds(1))  // the new entries are the most recently used
         // 50 writes commit between the transactions of an age trim of the 1,200 old entries.
         try store.env.writer.sync {
             for index in 0..<50 { try disk.setData([3], forKey: "new\(index)") }
@@ -86,5 +87,30 @@ struct ReviewFindingsTests {
         #expect(disk.totalCount >= 950, "about 50 recent entries evicted, not the store: \(disk.totalCount)")
         #expect(try disk.data(forKey: "new49") == [3])
         #expect(try disk.store.verify().isClean)
+    }
+
+    @Test(
+        "an imported entry keeps its access time however many imports queue before the writer runs",
+        .disabled("access times of queued imports share the lossy 100,000-key access buffer; see the review report")
+    )
+    func importedAccessTimesKeptPastAccessBuffer() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        var configuration = DiskCache.Configuration()
+        configuration.automaticTrimming = false
+        let disk = try DiskCache(directory: dir.url, configuration: configuration)
+        defer { disk.close() }
+        let created: UInt64 = 1_700_000_000_000
+        let count = DiskStore.maxBufferedAccesses + 100
+        // The writer busy (a long trim, say) while an import runs: every write and access queues.
+        try disk.store.env.writer.sync {
+            for index in 0..<count {
+                try disk.importEntry(
+                    [1], forKey: Array("k\(index)".utf8), created: created, accessed: created + 5_000, expires: nil)
+            }
+        }
+        try disk.flush()
+        let last = try #require(try disk.storedEntry(forKey: Array("k\(count - 1)".utf8)))
+        #expect(last.accessed == created + 5_000)
     }
 }
