@@ -53,6 +53,29 @@ struct ReviewFindingsTests {
         #expect(try disk.data(forKey: "k") == [1, 2, 3])
     }
 
+    @Test("a damaged store is not set aside while a read-only process has it open, even without processes.lock")
+    func noSetAsideBesideReadOnlyOpenWithoutPresenceFile() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let writer = try HelperProcess(["write", dir.path, "k", "3000"])
+        #expect(writer.readLine() == "done 3000")
+        #expect(writer.wait() == 0)
+        #expect(unlink(dir.path + "/processes.lock") == 0)
+        let reader = try HelperProcess(["hold-readonly", dir.path])
+        defer { reader.kill() }
+        #expect(reader.readLine() == "open")
+        // Cut the file to its meta pages: the probe on open finds the tree's pages missing.
+        #expect(truncate(dir.url.appendingPathComponent("data.mdb").path, 2 * 4_096) == 0)
+        #expect {
+            _ = try DiskCache(directory: dir.url)
+        } throws: { error in
+            guard case CacheError.damagedStore(_, let reason) = error else { return false }
+            return reason.contains("another process")
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        #expect(!names.contains { $0.hasPrefix("data.mdb.damaged") }, "\(names)")
+    }
+
     @Test("writes committed during a trim under a free-space limit evict as many bytes as they added, not the store")
     func freeSpaceFollowUpEvictsOnlyWhatWasAdded() throws {
         let dir = TemporaryDirectory()
