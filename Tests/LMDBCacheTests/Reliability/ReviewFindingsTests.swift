@@ -112,10 +112,7 @@ struct ReviewFindingsTests {
         #expect(try disk.store.verify().isClean)
     }
 
-    @Test(
-        "an imported entry keeps its access time however many imports queue before the writer runs",
-        .disabled("access times of queued imports share the lossy 100,000-key access buffer; see the review report")
-    )
+    @Test("an imported entry keeps its access time however many imports queue before the writer runs")
     func importedAccessTimesKeptPastAccessBuffer() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
