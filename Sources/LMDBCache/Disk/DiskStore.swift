@@ -320,12 +320,14 @@ final class DiskStore: Sendable {
             pendingKeys.store(pending.pendingKeyCount, ordering: .releasing)
         }
         if state.withLock({ $0.syncDue }) {
+            var syncFailure: CacheError?
             do {
                 try env.sync()
             } catch {
+                syncFailure = error as? CacheError ?? .lmdb(code: -1, operation: "mdb_env_sync", message: "\(error)")
                 logger.error("LMDBCache could not sync its store", metadata: ["path": "\(path)", "error": "\(error)"])
             }
-            state.withLock { $0.markSynced() }
+            state.withLock { $0.markSynced(failure: syncFailure) }
         }
         progress.lock()
         progress.broadcast()

@@ -155,7 +155,15 @@ struct PendingWrites {
         syncRequestedThrough > syncedThrough && committedThrough >= syncRequestedThrough
     }
 
-    mutating func markSynced() {
+    /// Marks everything committed as synced; with `failure` (the sync failed), the synchronous
+    /// writes waiting for it throw it, and so does the next `flush()`.
+    mutating func markSynced(failure: CacheError? = nil) {
+        if let failure {
+            for (sequence, result) in synchronousWaiters where sequence <= committedThrough && result == nil {
+                synchronousWaiters[sequence] = failure
+            }
+            if unreportedFailure == nil { unreportedFailure = failure }
+        }
         syncedThrough = committedThrough
     }
 

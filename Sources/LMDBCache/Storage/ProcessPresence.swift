@@ -28,10 +28,12 @@ final class ProcessPresence: @unchecked Sendable {
     init(directory: String, readOnly: Bool = false) throws {
         let flags = (readOnly ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NOFOLLOW
         let file = open(directory + "/processes.lock", flags, 0o600)
+        let openError = errno  // before anything else can change it
         descriptor = Locked(file)
-        if readOnly && file < 0 && errno == ENOENT { return }
+        if readOnly && file < 0 && openError == ENOENT { return }
         guard file >= 0 else {
-            throw CacheError.directoryUnavailable(path: directory, reason: "cannot open processes.lock: \(errnoText())")
+            throw CacheError.directoryUnavailable(
+                path: directory, reason: "cannot open processes.lock: \(errnoText(openError))")
         }
         let code = Self.lock(file, F_RDLCK, waiting: true)
         guard code == 0 else {
