@@ -9,7 +9,9 @@ import Testing
 /// - `LMDBCACHE_MODEL_SEQUENCES`: sequences per model test (default: the test's own count;
 ///   `scripts/test` lowers it under the sanitizers, `scripts/soak` raises it).
 /// - `LMDBCACHE_MODEL_SEED`: the base64 seed a failure printed (`.fixedSeed("…")`): the test runs
-///   that one sequence again, shrinks it and prints it. Pair it with `--filter` for that test.
+///   that one sequence again, shrinks it and prints it. Pair it with `--filter` for that test,
+///   and with `SWIFT_DETERMINISTIC_HASHING=1`: Swift seeds hashing per process, and the memory
+///   tier places keys in shards by hash.
 enum ModelRun {
     static func sequences(default count: Int) -> Int {
         guard let text = ProcessInfo.processInfo.environment["LMDBCACHE_MODEL_SEQUENCES"], let value = Int(text)
