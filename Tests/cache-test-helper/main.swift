@@ -9,6 +9,9 @@
 //   cache-test-helper hold DIR
 //       opens the cache, reads its totals (so it holds a reader slot), prints "open" and waits.
 //       Meant to be killed.
+//   cache-test-helper hold-readonly DIR
+//       opens the cache read-only (as cache-dump does), reads its totals, prints "open" and
+//       waits. Meant to be killed.
 //   cache-test-helper pin DIR
 //       opens the cache and, inside a read transaction (verify's, which reports progress every
 //       4,096 records, so the store needs that many), prints "pinned" and waits. Meant to be killed.
@@ -209,6 +212,14 @@ do {
         }
     case "hold":
         let disk = try DiskCache(directory: directory)
+        _ = disk.totalCount
+        FileHandle.standardOutput.write(Data("open\n".utf8))
+        while true { sleep(60) }
+        withExtendedLifetime(disk) {}
+    case "hold-readonly":
+        var configuration = DiskCache.Configuration()
+        configuration.readOnly = true
+        let disk = try DiskCache(directory: directory, configuration: configuration)
         _ = disk.totalCount
         FileHandle.standardOutput.write(Data("open\n".utf8))
         while true { sleep(60) }

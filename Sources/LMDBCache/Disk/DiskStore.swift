@@ -98,10 +98,12 @@ final class DiskStore: Sendable {
     /// True when opened only to inspect the store (`cache-dump`): nothing is ever written.
     let isReadOnly: Bool
 
-    /// Refuses a store written in a newer record format.
+    /// Refuses a store written in a newer record format. `stored` comes from the file: a damaged
+    /// value past `Int.max` is reported as `Int.max`.
     private func checkFormat(_ stored: UInt64) throws {
         if stored > UInt64(Record.formatVersion) {
-            throw CacheError.unsupportedFormat(path: path, found: Int(stored), supported: Int(Record.formatVersion))
+            throw CacheError.unsupportedFormat(
+                path: path, found: Int(clamping: stored), supported: Int(Record.formatVersion))
         }
     }
 
@@ -268,8 +270,9 @@ final class DiskStore: Sendable {
     private enum Committed {
         /// Nothing: the limits hold, or were enforced.
         case done
-        /// The batch took the store past `limits`, which were not enforced.
-        case limitsPassed(DiskLimits)
+        /// The batch took the store past `limits` (`exceeded`), or added `added` bytes under their
+        /// free-space limit; neither was enforced.
+        case limitsPassed(DiskLimits, exceeded: Bool, added: Int)
     }
 
     /// Commits one batch; nil when there was none. With `enforcingLimits`, a batch that takes
@@ -293,7 +296,10 @@ final class DiskStore: Sendable {
                 if let limits = batch.limits {
                     if !enforcingLimits {
                         let spaceShort = limits.freeSpace != nil && added > 0
-                        if limits.isExceeded(by: totals) || spaceShort { outcome = .limitsPassed(limits) }
+                        let exceeded = limits.isExceeded(by: totals)
+                        if exceeded || spaceShort {
+                            outcome = .limitsPassed(limits, exceeded: exceeded, added: spaceShort ? added : 0)
+                        }
                     } else {
                         if limits.isExceeded(by: totals) { enforce(limits) }
                         keepFreeSpace(limits, added: added, totals: totals)
@@ -316,12 +322,14 @@ final class DiskStore: Sendable {
             pendingKeys.store(pending.pendingKeyCount, ordering: .releasing)
         }
         if state.withLock({ $0.syncDue }) {
+            var syncFailure: CacheError?
             do {
                 try env.sync()
             } catch {
+                syncFailure = error as? CacheError ?? .lmdb(code: -1, operation: "mdb_env_sync", message: "\(error)")
                 logger.error("LMDBCache could not sync its store", metadata: ["path": "\(path)", "error": "\(error)"])
             }
-            state.withLock { $0.markSynced() }
+            state.withLock { $0.markSynced(failure: syncFailure) }
         }
         progress.lock()
         progress.broadcast()
@@ -506,6 +514,9 @@ final class DiskStore: Sendable {
         var removedTotal = 0
         var plan = plan
         var passedLimits: DiskLimits?
+        // The free-space limit of writes committed meanwhile, and the bytes they added under it.
+        var freeSpaceLimits: DiskLimits?
+        var addedUnderFreeSpaceLimit = 0
         while true {
             var evicted: [DiskEviction] = []
             var tally = EvictionTally()
@@ -525,33 +536,56 @@ final class DiskStore: Sendable {
             tally.report(to: evictionMetrics)
             publish(evicted)
             if done.0 {
-                guard let limits = passedLimits else { return removedTotal }
                 // Writes committed between this trim's transactions passed their limits: trim
-                // again for them (committing more writes between its transactions, if queued).
-                passedLimits = nil
-                guard let followUp = try followUpPlan(limits) else { return removedTotal }
-                plan = followUp
-                continue
+                // again for them (committing more writes between its transactions, if queued),
+                // count and cost first, then free space. Each follow-up is armed by new commits only.
+                if let limits = passedLimits {
+                    passedLimits = nil
+                    if let followUp = try followUpPlan(limits) {
+                        plan = followUp
+                        continue
+                    }
+                }
+                if let limits = freeSpaceLimits {
+                    freeSpaceLimits = nil
+                    let added = addedUnderFreeSpaceLimit
+                    addedUnderFreeSpaceLimit = 0
+                    if let followUp = try freeSpaceFollowUpPlan(limits, added: added) {
+                        plan = followUp
+                        continue
+                    }
+                }
+                return removedTotal
             }
-            if committingQueuedWrites, case .limitsPassed(let limits) = commitNextBatch(enforcingLimits: false) {
-                passedLimits = limits
+            if committingQueuedWrites,
+                case .limitsPassed(let limits, let exceeded, let added) = commitNextBatch(enforcingLimits: false)
+            {
+                if exceeded { passedLimits = limits }
+                if added > 0 {
+                    freeSpaceLimits = limits
+                    addedUnderFreeSpaceLimit += added
+                }
             }
         }
     }
 
     /// The trim that brings the store back inside `limits` after writes committed during another
-    /// trim passed them: count and cost down to their low-water mark, or, with the volume short of
-    /// its free-space limit, bytes down by the shortfall. Nil when the limits hold.
+    /// trim passed them: count and cost down to their low-water mark. Nil when the limits hold.
     private func followUpPlan(_ limits: DiskLimits) throws -> TrimPlan? {
-        let totals = try self.totals()
-        guard limits.isExceeded(by: totals) else {
-            guard let limit = limits.freeSpace, let free = VolumeSpace.available(at: path), free < limit else {
-                return nil
-            }
-            return TrimPlan(cost: max(0, totals.bytes - (limit - free)), reason: .freeSpace)
-        }
+        guard limits.isExceeded(by: try totals()) else { return nil }
         let targets = limits.lowWaterTargets
         return TrimPlan(count: targets.count, cost: targets.cost)
+    }
+
+    /// The trim owed, with the volume short of the free-space limit of `limits`, for writes that
+    /// `added` bytes during another trim: as many bytes as they added, as ``keepFreeSpace`` does
+    /// after any batch (the file does not shrink, so trimming by the volume's shortfall would
+    /// only empty the store). Nil when the volume has the space.
+    private func freeSpaceFollowUpPlan(_ limits: DiskLimits, added: Int) throws -> TrimPlan? {
+        guard added > 0, let limit = limits.freeSpace, let free = VolumeSpace.available(at: path), free < limit else {
+            return nil
+        }
+        return TrimPlan(cost: max(0, try totals().bytes - added), reason: .freeSpace)
     }
 
     /// One transaction's share of a trim; true when the plan is met.

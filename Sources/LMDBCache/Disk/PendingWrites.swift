@@ -15,9 +15,19 @@ struct DiskLimits: Sendable {
     /// The writing handle's clock, for the expiry the trim removes first.
     var clock: CacheClock
 
-    /// The count and cost a trim for these limits goes down to: ``lowWater`` of each limit.
+    /// The count and cost a trim for these limits goes down to: ``lowWater`` of each limit, never
+    /// above the limit itself (`Double(Int.max)` rounds up past `Int.max`, so a product at the top
+    /// of the range keeps the limit instead of converting).
     var lowWaterTargets: (count: Int?, cost: Int?) {
-        (count.map { Int(Double($0) * lowWater) }, cost.map { Int(Double($0) * lowWater) })
+        (count.map { Self.fraction(lowWater, of: $0) }, cost.map { Self.fraction(lowWater, of: $0) })
+    }
+
+    /// `fraction` (0 to 1; NaN counts as 1) of `limit`, rounded down, within `0...max(0, limit)`.
+    static func fraction(_ fraction: Double, of limit: Int) -> Int {
+        let limit = max(0, limit)
+        let product = Double(limit) * (fraction.isNaN ? 1 : min(max(fraction, 0), 1))
+        guard product < Double(limit) else { return limit }
+        return Int(product.rounded(.down))
     }
 
     func isExceeded(by totals: Totals) -> Bool {
@@ -71,6 +81,11 @@ struct PendingWrites {
     private var head = 0
     private var newest: [StorageKey: QueuedWrite] = [:]
     private var accesses: [StorageKey: AccessUpdate] = [:]
+    /// Access times recorded while their key had a write queued (an import's): applied before that
+    /// write, they would find no index entry to move and be dropped, so they join `accesses` once
+    /// it is done. Outside the buffer's limit: each waits on a queued write, and the queue is
+    /// bounded by its bytes.
+    private var accessesAwaitingWrite: [StorageKey: AccessUpdate] = [:]
     private var damaged: Set<StorageKey> = []
     private var removalsIfUnchanged: [StorageKey: RecordIdentity] = [:]
     private(set) var queuedBytes = 0
@@ -111,7 +126,11 @@ struct PendingWrites {
     /// Buffers an access time. Beyond `limit` buffered keys new ones are dropped: access order on
     /// disk is then a little less exact, and memory stays bounded when reads outrun the writer.
     mutating func recordAccess(_ key: StorageKey, at time: UInt64, previous: UInt64, limit: Int) {
-        if var buffered = accesses[key] {
+        if !newest.isEmpty, newest[key] != nil {
+            var waiting = accessesAwaitingWrite[key] ?? AccessUpdate(time: time, previous: previous)
+            waiting.time = max(waiting.time, time)
+            accessesAwaitingWrite[key] = waiting
+        } else if var buffered = accesses[key] {
             buffered.time = max(buffered.time, time)
             accesses[key] = buffered
         } else if accesses.count < limit {
@@ -146,7 +165,15 @@ struct PendingWrites {
         syncRequestedThrough > syncedThrough && committedThrough >= syncRequestedThrough
     }
 
-    mutating func markSynced() {
+    /// Marks everything committed as synced; with `failure` (the sync failed), the synchronous
+    /// writes waiting for it throw it, and so does the next `flush()`.
+    mutating func markSynced(failure: CacheError? = nil) {
+        if let failure {
+            for (sequence, result) in synchronousWaiters where sequence <= committedThrough && result == nil {
+                synchronousWaiters[sequence] = failure
+            }
+            if unreportedFailure == nil { unreportedFailure = failure }
+        }
         syncedThrough = committedThrough
     }
 
@@ -170,16 +197,12 @@ struct PendingWrites {
             queue.removeFirst(head)
             head = 0
         }
-        let lastWrite = batch.writes.last?.sequence ?? 0
-        if accesses.count <= maxAccesses && !hasAccessAwaitingWrite(after: lastWrite) {
+        if accesses.count <= maxAccesses {
             swap(&batch.accesses, &accesses)
         } else {
             // Not popFirst() in a loop: each call scans from the first bucket, quadratic in all.
-            batch.accesses.reserveCapacity(min(maxAccesses, accesses.count))
-            for (key, update) in accesses where !isAwaitingWrite(key, after: lastWrite) {
-                batch.accesses[key] = update
-                if batch.accesses.count == maxAccesses { break }
-            }
+            batch.accesses.reserveCapacity(maxAccesses)
+            for (key, update) in accesses.prefix(maxAccesses) { batch.accesses[key] = update }
             for key in batch.accesses.keys { accesses.removeValue(forKey: key) }
         }
         batch.damaged = Array(damaged)
@@ -192,24 +215,13 @@ struct PendingWrites {
         return batch
     }
 
-    /// True when the entry `key`'s access time is for is still queued after write `sequence`: an
-    /// import's access time, say, recorded before the batch holding its write. Applied before its
-    /// write, the access would find no index entry to move and be dropped.
-    private func isAwaitingWrite(_ key: StorageKey, after sequence: UInt64) -> Bool {
-        guard let write = newest[key] else { return false }
-        return write.sequence > sequence
-    }
-
-    private func hasAccessAwaitingWrite(after sequence: UInt64) -> Bool {
-        // Most batches take the whole queue: nothing can be waiting then.
-        guard head < queue.count, !newest.isEmpty else { return false }
-        return accesses.keys.contains { isAwaitingWrite($0, after: sequence) }
-    }
-
     /// Marks `batch` done: committed, or dropped with `error`.
     mutating func complete(_ batch: WriteBatch, error: CacheError?) {
         for write in batch.writes where newest[write.key]?.sequence == write.sequence {
             newest[write.key] = nil
+            if !accessesAwaitingWrite.isEmpty, let waiting = accessesAwaitingWrite.removeValue(forKey: write.key) {
+                accesses[write.key] = waiting
+            }
         }
         queuedBytes -= batch.byteCount
         guard let first = batch.writes.first, let last = batch.writes.last else { return }

@@ -78,6 +78,10 @@ final class Environment: @unchecked Sendable {
                 logger.error(
                     "LMDBCache store is damaged; moving it aside and starting empty",
                     metadata: ["path": "\(directory)", "reason": "\(reason)", "movedTo": "\(aside)"])
+                guard !ProcessPresence.lmdbOpenElsewhere(directory: directory) else {
+                    throw CacheError.damagedStore(
+                        path: directory, reason: "\(reason); not moved aside while another process has the store open")
+                }
                 SyncedSnapshot.forget(directory: directory)
                 guard rename(data, aside) == 0 else {
                     throw CacheError.damagedStore(
@@ -261,9 +265,13 @@ final class Environment: @unchecked Sendable {
             abortIdleReaders()
             syncedSnapshot?.release()
             mdb_env_close(env)
-            if syncedSnapshot != nil { SyncedSnapshot.forget(directory: path) }
-            let swapped = rename(temporary + "/" + StoreFiles.data, path + "/" + StoreFiles.data) == 0
-            let renameFailure = swapped ? "" : errnoText()
+            // With this process's environment closed, LMDB's lock shows openers the presence
+            // lock missed: the old file stays, as the copy would lose their writes or the store.
+            let openElsewhere = ProcessPresence.lmdbOpenElsewhere(directory: path)
+            if syncedSnapshot != nil && !openElsewhere { SyncedSnapshot.forget(directory: path) }
+            let swapped =
+                !openElsewhere && rename(temporary + "/" + StoreFiles.data, path + "/" + StoreFiles.data) == 0
+            let renameFailure = swapped || openElsewhere ? "" : errnoText()
             do {
                 // The compacted file, or the old one still in place.
                 env = try Self.openEnvironment(path, options).env
@@ -275,6 +283,7 @@ final class Environment: @unchecked Sendable {
                     reason: "the store could not be opened again after compaction (\(cacheError)); reopen it")
                 throw cacheError
             }
+            if openElsewhere { throw CacheError.storeInUse(path: path, operation: "compact") }
             if !swapped {
                 throw CacheError.directoryUnavailable(
                     path: path, reason: "cannot swap in the compacted file: \(renameFailure)")

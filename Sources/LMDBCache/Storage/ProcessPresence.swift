@@ -28,10 +28,12 @@ final class ProcessPresence: @unchecked Sendable {
     init(directory: String, readOnly: Bool = false) throws {
         let flags = (readOnly ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NOFOLLOW
         let file = open(directory + "/processes.lock", flags, 0o600)
+        let openError = errno  // before anything else can change it
         descriptor = Locked(file)
-        if readOnly && file < 0 && errno == ENOENT { return }
+        if readOnly && file < 0 && openError == ENOENT { return }
         guard file >= 0 else {
-            throw CacheError.directoryUnavailable(path: directory, reason: "cannot open processes.lock: \(errnoText())")
+            throw CacheError.directoryUnavailable(
+                path: directory, reason: "cannot open processes.lock: \(errnoText(openError))")
         }
         let code = Self.lock(file, F_RDLCK, waiting: true)
         guard code == 0 else {
@@ -63,6 +65,24 @@ final class ProcessPresence: @unchecked Sendable {
             defer { _ = Self.lock(descriptor, F_RDLCK, waiting: false) }
             return try body()
         }
+    }
+
+    /// True when another process has LMDB open on `directory`, as LMDB's own lock on `lock.mdb`
+    /// shows. The presence lock misses some openers (a read-only open of a store without
+    /// `processes.lock`, a process whose `processes.lock` was since replaced); a file swap checks
+    /// this too. Call only while this process has no environment open on `directory`: closing
+    /// the probe's descriptor drops this process's own `fcntl` locks on the file.
+    static func lmdbOpenElsewhere(directory: String) -> Bool {
+        let file = open(directory + "/lock.mdb", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard file >= 0 else { return errno != ENOENT }
+        defer { Glibc.close(file) }
+        // Every process with the environment open holds a lock on the first byte.
+        var request = flock()
+        request.l_type = Int16(F_WRLCK)
+        request.l_whence = Int16(SEEK_SET)
+        request.l_len = 1
+        guard fcntl(file, F_GETLK, &request) == 0 else { return true }
+        return request.l_type != Int16(F_UNLCK)
     }
 
     /// Sets the lock of `descriptor` to `type` on the whole file; 0 or the errno. Waiting retries

@@ -133,4 +133,17 @@ struct PendingWritesTests {
         #expect(pending.takeSynchronousResult(first) == .diskFull(path: "/x"))
         #expect(pending.takeSynchronousResult(first) == nil, "taken once")
     }
+
+    @Test("a synchronous write whose sync failed after its commit learns so, and so does the next flush")
+    func synchronousSyncFailureKept() throws {
+        var pending = PendingWrites()
+        let write = pending.enqueue(try StorageKey([1]), .remove, limits: Self.limits)
+        pending.requestSync(through: write)
+        let batch = pending.takeBatch(maxWrites: 10, maxBytes: 1 << 20, maxAccesses: 10)!
+        pending.complete(batch, error: nil)
+        #expect(pending.syncDue)
+        pending.markSynced(failure: .lmdb(code: 5, operation: "mdb_env_sync", message: "I/O error"))
+        #expect(pending.takeSynchronousResult(write) == .lmdb(code: 5, operation: "mdb_env_sync", message: "I/O error"))
+        #expect(pending.takeUnreportedFailure() == .lmdb(code: 5, operation: "mdb_env_sync", message: "I/O error"))
+    }
 }
