@@ -1,3 +1,4 @@
+import Glibc
 import LMDBCache
 
 /// The exit statuses of `cache-dump`, one per kind of outcome (the README lists them).
@@ -45,6 +46,12 @@ public struct DumpFailure: Error, CustomStringConvertible, Sendable {
         if let failure = error as? DumpFailure { return failure }
         guard let cacheError = error as? CacheError else {
             return DumpFailure(.failure, "\(error)")
+        }
+        // EFAULT from LMDB: a damaged page sent it to the kernel with a pointer outside its map
+        // (mdb_env_copy2 writing pages out, say). Nothing else in LMDB passes a bad address.
+        if case .lmdb(EFAULT, let operation, _) = cacheError {
+            return DumpFailure(
+                .damaged, "damaged store: \(operation) met a page pointing outside the data file (EFAULT)")
         }
         let status: ExitStatus
         switch cacheError {

@@ -17,6 +17,9 @@
 //       reads keys k0 ..< k<COUNT> (KeyedValue values), then writes and reads back a fresh key;
 //       prints "hits H misses M errors E wrong W fresh ok|refused|wrong" and exits 0 (a crash is
 //       a signal)
+//   cache-test-helper faults DIR [address-space]
+//       open, write, flush, read, compact, trim, close, one line per step's outcome (FaultScenario);
+//       run with the inject-faults interposer preloaded, or with its address space capped
 import CacheTestSupport
 import Foundation
 import LMDBCache
@@ -124,6 +127,9 @@ do {
         disk.close()
         let summary = "hits \(hits) misses \(misses) errors \(errors) wrong \(wrong) fresh \(freshOutcome)"
         FileHandle.standardOutput.write(Data((summary + "\n").utf8))
+    case "faults":
+        FaultScenario.run(
+            directory: directory, limitAddressSpace: arguments.count > 3 && arguments[3] == "address-space")
     case "hold":
         let disk = try DiskCache(directory: directory)
         _ = disk.totalCount

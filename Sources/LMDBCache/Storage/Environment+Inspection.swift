@@ -54,7 +54,9 @@ extension Environment {
     /// The data file's page size, extent and free pages. Reads LMDB's free list (database 0) in
     /// one read transaction: O(free-list entries).
     func pageStatistics() throws -> PageStatistics {
-        let (pageSize, lastPage, mapSize) = withEnvironmentPointer { env in
+        let (pageSize, lastPage, mapSize) = try withEnvironmentPointer { env in
+            // A placeholder after a lost map has no meta pages to read.
+            if let mapLost { throw mapLost }
             var stat = MDB_stat()
             mdb_env_stat(env, &stat)
             var info = MDB_envinfo()

@@ -2,6 +2,7 @@ import CLMDB
 import Foundation
 import Glibc
 import Logging
+import Synchronization
 
 /// What to do when the store's file turns out to be damaged on open.
 public enum DamagedStorePolicy: Sendable {
@@ -49,6 +50,14 @@ final class Environment: @unchecked Sendable {
     }
 
     private struct MapResized: Error {}
+
+    /// Set (under the exclusive resize lock) when a failed map resize left no map and opening the
+    /// environment again failed too: `env` is then an unopened placeholder, and every read and
+    /// write throws this instead of touching LMDB's freed map.
+    private(set) var mapLost: CacheError?
+    /// Set when adopting a map another process grew failed: the next `MDB_MAP_RESIZED` is
+    /// thrown as a clear error instead of adopting again, so a read or write cannot loop.
+    private let adoptionFailed = Atomic<Bool>(false)
 
     /// Opens the environment in `directory` (which must exist), setting a damaged file aside when
     /// `options.damagedStore` says so.
@@ -126,16 +135,17 @@ final class Environment: @unchecked Sendable {
     }
 
     private func takeReader() throws -> OpaquePointer {
+        if let mapLost { throw mapLost }
         if let idle = idleReaders.withLock({ $0.popLast() }) {
             let code = mdb_txn_renew(idle.pointer)
             if code == MDB_SUCCESS { return idle.pointer }
             mdb_txn_abort(idle.pointer)
-            if code == MDB_MAP_RESIZED { throw MapResized() }
+            if code == MDB_MAP_RESIZED { throw mapResized("reading the store") }
             try LMDBStatus.check(code, "mdb_txn_renew", path: path)
         }
         var txn: OpaquePointer?
         let code = mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn)
-        if code == MDB_MAP_RESIZED { throw MapResized() }
+        if code == MDB_MAP_RESIZED { throw mapResized("reading the store") }
         try LMDBStatus.check(code, "mdb_txn_begin(read)", path: path)
         return txn!
     }
@@ -151,10 +161,15 @@ final class Environment: @unchecked Sendable {
         var growths = 0
         while true {
             resizeLock.lockShared()
+            if let mapLost {
+                resizeLock.unlockShared()
+                throw mapLost
+            }
             var txn: OpaquePointer?
             let begin = mdb_txn_begin(env, nil, 0, &txn)
             if begin == MDB_MAP_RESIZED {
                 resizeLock.unlockShared()
+                if let failure = mapResized("writing to the store") as? CacheError { throw failure }
                 adoptGrownMap()
                 continue
             }
@@ -248,7 +263,14 @@ final class Environment: @unchecked Sendable {
             try LMDBStatus.check(
                 mdb_env_set_mapsize(created, options.initialMapSize), "mdb_env_set_mapsize", path: directory)
             let access = options.readOnly ? MDB_RDONLY : 0
-            let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags | access)
+            // A read-only open creates nothing, but LMDB creates a missing lock.mdb even with
+            // MDB_RDONLY. Every open that can write creates lock.mdb and nothing deletes it, so
+            // without one no process has the store open and there is no reader table to join:
+            // MDB_NOLOCK reads without one. A writer starting meanwhile cannot see this reader and
+            // may reuse pages it reads: the reader may then meet damage, never change the store.
+            let flags = UInt32(
+                MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags | access
+                    | (options.readOnly && Glibc.access(directory + "/lock.mdb", F_OK) != 0 ? MDB_NOLOCK : 0))
             try LMDBStatus.check(mdb_env_open(created, directory, flags, 0o600), "mdb_env_open", path: directory)
             // Read-only opens never write; pages past a short file's end are free pages, which
             // reads through the tree do not reach.
@@ -352,6 +374,7 @@ final class Environment: @unchecked Sendable {
 
     /// The map size, for callers already holding the resize lock.
     private var currentMapSize: Int {
+        if mapLost != nil { return 0 }  // the placeholder environment has no meta pages to read
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
         return info.me_mapsize
@@ -360,22 +383,84 @@ final class Environment: @unchecked Sendable {
     /// Another process grew the map: take its size (no transaction of ours may be active).
     private func adoptGrownMap() {
         resizeLock.withExclusiveLock {
+            guard mapLost == nil else { return }
+            let previous = currentMapSize
             let code = mdb_env_set_mapsize(env, 0)
-            if code != MDB_SUCCESS {
-                logger.error("LMDBCache could not adopt a grown map", metadata: ["path": "\(path)", "code": "\(code)"])
+            if code == MDB_SUCCESS {
+                adoptionFailed.store(false, ordering: .releasing)
+                return
             }
+            logger.error(
+                "LMDBCache could not adopt a grown map",
+                metadata: ["path": "\(path)", "code": "\(code)", "reason": "\(errnoText(code))"])
+            recoverMap(previousSize: previous, failure: code)
+            adoptionFailed.store(true, ordering: .releasing)
         }
+    }
+
+    /// What `MDB_MAP_RESIZED` means now: adopt the grown map and retry (``MapResized``), or, right
+    /// after adopting failed, a clear error (the flag is consumed, so a later call tries again).
+    private func mapResized(_ operation: String) -> any Error {
+        guard adoptionFailed.exchange(false, ordering: .acquiringAndReleasing) else { return MapResized() }
+        return CacheError.resourceExhausted(
+            resource: "address space to map the store at the size another process grew it to", operation: operation)
     }
 
     private func grow(attempt: Int) throws {
         guard attempt <= Self.maxGrowthsPerWrite else { throw CacheError.diskFull(path: path) }
         try resizeLock.withExclusiveLock {
+            if let mapLost { throw mapLost }
             let current = currentMapSize
             // Double while small, then grow by 1 GiB at a time.
             let next = current + min(max(current, 16 << 20), 1 << 30)
-            try LMDBStatus.check(mdb_env_set_mapsize(env, next), "mdb_env_set_mapsize", path: path)
+            let code = mdb_env_set_mapsize(env, next)
+            guard code == MDB_SUCCESS else {
+                logger.error(
+                    "LMDBCache could not grow its map",
+                    metadata: [
+                        "path": "\(path)", "from": "\(current)", "to": "\(next)", "reason": "\(errnoText(code))",
+                    ])
+                recoverMap(previousSize: current, failure: code)
+                // The write needs a bigger map and cannot have one: as good as a full disk.
+                throw CacheError.diskFull(path: path)
+            }
             logger.debug(
                 "LMDBCache grew its map", metadata: ["path": "\(path)", "from": "\(current)", "to": "\(next)"])
+        }
+    }
+
+    /// Makes the environment usable again after `mdb_env_set_mapsize` failed. Call under the
+    /// exclusive resize lock.
+    ///
+    /// LMDB unmaps the old map before mapping the new size; when mapping fails (`mmap` ENOMEM
+    /// under an address-space limit) it keeps no map, its meta pointers still point into the
+    /// freed one, and a later resize only records the size without mapping. So the environment
+    /// is closed and opened again at the size that was mapped before (the data fits it). When
+    /// that fails too, `env` becomes an unopened placeholder (safe to close, never read) and
+    /// ``mapLost`` makes every later read and write throw.
+    private func recoverMap(previousSize: Int, failure code: Int32) {
+        abortIdleReaders()
+        mdb_env_close(env)
+        var reopening = options
+        reopening.initialMapSize = previousSize
+        do {
+            env = try Self.openEnvironment(path, reopening).env
+            logger.info("LMDBCache mapped its store again at the previous size", metadata: ["path": "\(path)"])
+        } catch {
+            var placeholder: OpaquePointer?
+            // Fails only when a few hundred bytes cannot be allocated, where Swift itself traps.
+            guard mdb_env_create(&placeholder) == MDB_SUCCESS, let placeholder else {
+                fatalError("LMDBCache: out of memory while recovering its store's map")
+            }
+            env = placeholder
+            mapLost = CacheError.resourceExhausted(
+                resource:
+                    "address space for the store's memory map (mapping it failed: \(errnoText(code)); "
+                    + "opening it again failed: \(error)); close the cache and open it again",
+                operation: "using the store at \(path)")
+            logger.error(
+                "LMDBCache cannot map its store; every read and write fails until it is opened again",
+                metadata: ["path": "\(path)", "reason": "\(error)"])
         }
     }
 
