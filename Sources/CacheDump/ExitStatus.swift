@@ -47,11 +47,13 @@ public struct DumpFailure: Error, CustomStringConvertible, Sendable {
         guard let cacheError = error as? CacheError else {
             return DumpFailure(.failure, "\(error)")
         }
-        // EFAULT from LMDB: a damaged page sent it to the kernel with a pointer outside its map
-        // (mdb_env_copy2 writing pages out, say). Nothing else in LMDB passes a bad address.
-        if case .lmdb(EFAULT, let operation, _) = cacheError {
+        // Codes LMDB returns when a damaged page sends it astray while it works (the store opened
+        // fine): EFAULT, a page pointing outside the map handed to the kernel (mdb_env_copy2
+        // writing pages out); MDB_INCOMPATIBLE (-30784), a node whose flags say it is another
+        // kind of database. In a sound store neither arises from what cache-dump asks.
+        if case .lmdb(let code, let operation, let message) = cacheError, code == EFAULT || code == -30_784 {
             return DumpFailure(
-                .damaged, "damaged store: \(operation) met a page pointing outside the data file (EFAULT)")
+                .damaged, "damaged store: \(operation) met a page that is not what it should be (\(message))")
         }
         let status: ExitStatus
         switch cacheError {

@@ -61,8 +61,9 @@ struct FaultInjectionTests {
         InjectedFault(call: .environmentCopy, error: ENOSPC, errorName: "ENOSPC", occurrence: "1"),
         InjectedFault(call: .rename, error: EIO, errorName: "EIO", occurrence: "1"),
         InjectedFault(call: .rename, error: EXDEV, errorName: "EXDEV", occurrence: "1"),
-        InjectedFault(call: .fdatasync, error: EIO, errorName: "EIO", occurrence: "2"),
-        InjectedFault(call: .fdatasync, error: ENOSPC, errorName: "ENOSPC", occurrence: "2+"),
+        InjectedFault(call: .fdatasync, error: EIO, errorName: "EIO", occurrence: "2"),  // while opening
+        InjectedFault(call: .fdatasync, error: EIO, errorName: "EIO", occurrence: "10"),
+        InjectedFault(call: .fdatasync, error: ENOSPC, errorName: "ENOSPC", occurrence: "10+"),
         InjectedFault(call: .statvfs, error: EIO, errorName: "EIO", occurrence: "1+"),
     ]
 
