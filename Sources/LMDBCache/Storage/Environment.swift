@@ -393,7 +393,8 @@ final class Environment: @unchecked Sendable {
             logger.error(
                 "LMDBCache could not adopt a grown map",
                 metadata: ["path": "\(path)", "code": "\(code)", "reason": "\(errnoText(code))"])
-            recoverMap(previousSize: previous, failure: code)
+            // EINVAL (a transaction active) is refused before LMDB unmaps anything.
+            if code != EINVAL { recoverMap(previousSize: previous, failure: code) }
             adoptionFailed.store(true, ordering: .releasing)
         }
     }
@@ -414,6 +415,8 @@ final class Environment: @unchecked Sendable {
             // Double while small, then grow by 1 GiB at a time.
             let next = current + min(max(current, 16 << 20), 1 << 30)
             let code = mdb_env_set_mapsize(env, next)
+            // EINVAL (a transaction active) is refused before LMDB unmaps anything.
+            if code == EINVAL { throw LMDBStatus.error(code, "mdb_env_set_mapsize", path: path) }
             guard code == MDB_SUCCESS else {
                 logger.error(
                     "LMDBCache could not grow its map",
