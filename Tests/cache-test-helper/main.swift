@@ -9,6 +9,14 @@
 //   cache-test-helper hold DIR
 //       opens the cache, reads its totals (so it holds a reader slot), prints "open" and waits.
 //       Meant to be killed.
+//   cache-test-helper hold-readonly DIR
+//       opens the cache read-only (as cache-dump does), reads its totals, prints "open" and
+//       waits. Meant to be killed.
+//   cache-test-helper pin DIR
+//       opens the cache and, inside a read transaction (verify's, which reports progress every
+//       4,096 records, so the store needs that many), prints "pinned" and waits. Meant to be killed.
+//   cache-test-helper closed DIR
+//       opens the cache, closes it, keeps the closed handle, prints "closed" and waits.
 //   cache-test-helper mixed DIR PROCESS COUNT
 //       runs operations 0..<COUNT of MixedWorkload for PROCESS, flushing and printing
 //       "progress N" every 250; checks every value it reads with KeyedValue (exit 2 on a wrong
@@ -134,6 +142,27 @@ do {
         let disk = try DiskCache(directory: directory)
         _ = disk.totalCount
         FileHandle.standardOutput.write(Data("open\n".utf8))
+        while true { sleep(60) }
+        withExtendedLifetime(disk) {}
+    case "hold-readonly":
+        var configuration = DiskCache.Configuration()
+        configuration.readOnly = true
+        let disk = try DiskCache(directory: directory, configuration: configuration)
+        _ = disk.totalCount
+        FileHandle.standardOutput.write(Data("open\n".utf8))
+        while true { sleep(60) }
+        withExtendedLifetime(disk) {}
+    case "pin":
+        let disk = try DiskCache(directory: directory)
+        _ = try disk.verify { _ in
+            FileHandle.standardOutput.write(Data("pinned\n".utf8))
+            while true { sleep(60) }
+        }
+        fail("the store has fewer than 4,096 records")
+    case "closed":
+        let disk = try DiskCache(directory: directory)
+        disk.close()
+        FileHandle.standardOutput.write(Data("closed\n".utf8))
         while true { sleep(60) }
         withExtendedLifetime(disk) {}
     default:

@@ -19,8 +19,10 @@ import Logging
 /// let fresh = try await cache.value(forKey: "a3") { try await api.article(id: "a3") }
 /// ```
 ///
-/// Inserts and lookups do not throw: a value the codec cannot encode stays in memory only, a
-/// disk write that fails is logged and counted, and ``flush()`` throws the first such failure.
+/// Inserts and lookups do not throw: a value the codec cannot encode, or the disk refuses, stays
+/// in memory only (the value it replaced is removed from disk), a disk write that fails is logged
+/// and counted, and ``flush()`` throws the first such failure. An insert or removal changes both
+/// tiers as one step per key, so concurrent writers of a key leave the tiers agreeing.
 /// Safe to use from any thread or task.
 public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// Called once for every entry that leaves a tier, with the tier, after the cache's locks are
@@ -45,6 +47,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// The disk store's dropped-write count when this cache opened (the store may outlive it).
     private let droppedWritesAtOpen: Int
     private let isClosed = LockedFlag()
+    /// Make each insert and removal one step in both tiers, per key.
+    private let writeLocks = KeyWriteLocks()
 
     /// Opens (creating when missing, owner-only) a two-tier cache whose disk tier lives in
     /// `directory`.
@@ -119,7 +123,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     func diskValue(forKey key: Key, generation: UInt64) -> Value? {
         guard let disk, !isClosed.value else { return nil }
         let bytes = key.cacheKeyBytes
-        let entry: (value: [UInt8], expires: UInt64)?
+        let entry: (value: [UInt8], expires: UInt64, record: RecordIdentity)?
         do {
             entry = try disk.entry(forKey: bytes)
         } catch {
@@ -135,13 +139,14 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         do {
             decoded = try codec.decode(entry.value)
         } catch {
-            // A value this codec cannot read (a changed type, say) is a miss, and goes.
+            // A value this codec cannot read (a changed type, say) is a miss, and goes; only that
+            // record, though: a write may have replaced it while it was being decoded.
             logger.info(
                 "LMDBCache could not decode a stored value; removing it",
                 metadata: ["key": "\(key)", "error": "\(error)"])
             counters.diskMiss()
             counters.failedWrite()
-            try? disk.removeData(forKey: bytes)
+            try? disk.removeData(forKey: bytes, ifUnchanged: entry.record)
             return nil
         }
         counters.diskHit()
@@ -166,32 +171,45 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             record(CacheError.closed, "insert")
             return
         }
-        var encodedSize = 0
-        if let disk {
-            let bytes = key.cacheKeyBytes
-            let replacesDiskOnly =
-                listener != nil && !memory.contains(key) && (try? disk.containsData(forKey: bytes)) == true
-            do {
-                let encoded: [UInt8]
-                do {
-                    encoded = try codec.encode(value)
-                } catch let error as CacheError {
-                    throw error
-                } catch {
-                    throw CacheError.codecFailed(operation: "encode", reason: "\(error)")
-                }
-                encodedSize = encoded.count
-                try disk.setData(encoded, forKey: bytes, expiresAfter: expiresAfter)
-                if replacesDiskOnly {
-                    listener?(CacheRemoval(key: key, value: nil, reason: .replaced, tier: .disk))
-                }
-            } catch {
-                record(error, "insert")
-            }
+        guard let disk else {
+            memory.insert(
+                value, forKey: key, cost: cost ?? configuration.memory.weigher?(value) ?? 0, expiresAfter: expiresAfter)
+            return
         }
-        memory.insert(
-            value, forKey: key, cost: cost ?? configuration.memory.weigher?(value) ?? encodedSize,
-            expiresAfter: expiresAfter)
+        let bytes = key.cacheKeyBytes
+        let replacesDiskOnly =
+            listener != nil && !memory.contains(key) && (try? disk.containsData(forKey: bytes)) == true
+        // The codec and the weigher are user code: run them before taking the key's lock.
+        var diskFailure: (any Error)?
+        var encoded: [UInt8] = []
+        do {
+            encoded = try codec.encode(value)
+        } catch let error as CacheError {
+            diskFailure = error
+        } catch {
+            diskFailure = CacheError.codecFailed(operation: "encode", reason: "\(error)")
+        }
+        let memoryCost = cost ?? configuration.memory.weigher?(value) ?? encoded.count
+        var diskReplaced = false
+        let (removed, report) = writeLocks.withLock(for: key) {
+            do {
+                if let diskFailure { throw diskFailure }
+                try disk.setData(encoded, forKey: bytes, expiresAfter: expiresAfter)
+                diskReplaced = replacesDiskOnly
+            } catch {
+                diskFailure = error
+                // The disk refused the value (too large, not encodable): the one it would have
+                // replaced must not outlive the new one in memory, nor come back after a restart.
+                if (try? disk.removeData(forKey: bytes)) != nil { diskReplaced = replacesDiskOnly }
+            }
+            let now = memory.now
+            return memory.insertDeferringRemovals(
+                value, forKey: key, cost: memoryCost,
+                expires: expiresAfter.map { MemoryCache<Key, Value>.deadline(now, $0) } ?? 0, now: now)
+        }
+        if let diskFailure { record(diskFailure, "insert") }
+        if diskReplaced { listener?(CacheRemoval(key: key, value: nil, reason: .replaced, tier: .disk)) }
+        memory.finish(removed, report)
     }
 
     /// The live value for `key` on get; on set, inserts with the default cost and no expiry, or
@@ -205,17 +223,23 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Removes the entry for `key` from both tiers.
     public func removeValue(forKey key: Key) {
-        if let disk, !isClosed.value {
-            let bytes = key.cacheKeyBytes
-            let onDiskOnly = listener != nil && !memory.contains(key) && (try? disk.containsData(forKey: bytes)) == true
-            do {
-                try disk.removeData(forKey: bytes)
-                if onDiskOnly { listener?(CacheRemoval(key: key, value: nil, reason: .explicit, tier: .disk)) }
-            } catch {
-                record(error, "remove")
-            }
+        guard let disk, !isClosed.value else {
+            memory.removeValue(forKey: key)
+            return
         }
-        memory.removeValue(forKey: key)
+        let bytes = key.cacheKeyBytes
+        let onDiskOnly = listener != nil && !memory.contains(key) && (try? disk.containsData(forKey: bytes)) == true
+        var diskFailure: (any Error)?
+        let (_, removed, report) = writeLocks.withLock(for: key) {
+            do { try disk.removeData(forKey: bytes) } catch { diskFailure = error }
+            return memory.removeValueDeferringRemovals(forKey: key)
+        }
+        if let diskFailure {
+            record(diskFailure, "remove")
+        } else if onDiskOnly {
+            listener?(CacheRemoval(key: key, value: nil, reason: .explicit, tier: .disk))
+        }
+        memory.finish(removed, report)
     }
 
     /// True when either tier holds a live value for `key`. Not an access.
@@ -300,7 +324,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         }
         memory.stopTrimming()
         disk?.close()
-        memory.discardAll()
+        memory.discardAllAndClose()
     }
 
     var isClosedForLoading: Bool { isClosed.value }

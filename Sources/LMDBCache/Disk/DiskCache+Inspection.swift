@@ -100,7 +100,7 @@ extension DiskCache {
             statistics.pagesInUse = pages.pagesUsedOrFree - pages.freePages
             statistics.mapSize = pages.mapSize
             statistics.fileSize = store.fileSize
-            let readers = store.env.readerSlots()
+            let readers = try store.env.readerSlots()
             statistics.readerSlots = readers.count
             statistics.staleReaderSlots = readers.filter { !$0.processIsAlive }.count
             return statistics
@@ -121,7 +121,7 @@ extension DiskCache {
 
     /// Reader-table slots in use, with the processes holding them.
     package func readerSlots() throws -> [ReaderSlot] {
-        try withStore { $0.env.readerSlots() }
+        try withStore { try $0.env.readerSlots() }
     }
 
     /// Frees the reader slots of processes that have exited; returns how many.

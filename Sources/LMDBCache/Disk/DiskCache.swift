@@ -51,6 +51,11 @@ public final class DiskCache: Sendable {
                 directory: path, options: configuration.environmentOptions,
                 syncInterval: configuration.durability.syncInterval, logger: logger)
         }
+        if !configuration.readOnly, let permissions = DirectoryRegistry<DiskStore>.permissionsOpenToOthers(path) {
+            logger.warning(
+                "LMDBCache directory is open to other users; 0700 keeps its files private",
+                metadata: ["path": "\(path)", "mode": "\(String(permissions, radix: 8))"])
+        }
         if configuration.automaticTrimming && !configuration.readOnly {
             let scheduler = TrimScheduler(tier: .disk, interval: configuration.autoTrimInterval, logger: logger) {
                 [weak self] in self?.trimPass() ?? 0
@@ -110,10 +115,11 @@ public final class DiskCache: Sendable {
         try entry(forKey: key)?.value
     }
 
-    /// The value stored under `key` with its expiry in milliseconds since 1970 (0 for none), as
-    /// ``data(forKey:)`` finds it; the two-tier cache promotes entries with their expiry.
-    func entry(forKey key: [UInt8]) throws -> (value: [UInt8], expires: UInt64)? {
-        try withStore { store -> (value: [UInt8], expires: UInt64)? in
+    /// The value stored under `key` with its expiry in milliseconds since 1970 (0 for none) and
+    /// the identity of its record, as ``data(forKey:)`` finds it; the two-tier cache promotes
+    /// entries with their expiry, and removes one it cannot decode by its identity.
+    func entry(forKey key: [UInt8]) throws -> (value: [UInt8], expires: UInt64, record: RecordIdentity)? {
+        try withStore { store -> (value: [UInt8], expires: UInt64, record: RecordIdentity)? in
             let storageKey = try StorageKey(key)
             let now = configuration.clock.milliseconds
             let found: Lookup
@@ -123,7 +129,8 @@ public final class DiskCache: Sendable {
                     let header = try Record.validate(bytes)
                     if header.isExpired(at: now) { return .miss }
                     return .hit(
-                        try Record.value(bytes, header: header), accessed: header.created, expires: header.expires)
+                        try Record.value(bytes, header: header), accessed: header.created, expires: header.expires,
+                        record: RecordIdentity(bytes)!)
                 }
             } else {
                 found = try Self.lookUp(storageKey, in: store, now: now)
@@ -131,11 +138,11 @@ public final class DiskCache: Sendable {
             switch found {
             case .miss:
                 return nil
-            case .hit(let value, let accessed, let expires):
+            case .hit(let value, let accessed, let expires, let record):
                 if now >= accessed + configuration.accessTimeGranularity.milliseconds, now > accessed {
                     store.recordAccess(storageKey, at: now, previous: accessed)
                 }
-                return (value, expires)
+                return (value, expires, record)
             case .damaged(let damage):
                 store.reportDamage(storageKey, damage)
                 return nil
@@ -161,13 +168,13 @@ public final class DiskCache: Sendable {
                 return .damaged(error)
             }
             let accessed = try store.db.lastAccess(txn, storageKey.bytes, created: header.created)
-            return .hit(value, accessed: accessed, expires: header.expires)
+            return .hit(value, accessed: accessed, expires: header.expires, record: RecordIdentity(bytes)!)
         }
     }
 
     private enum Lookup {
         case miss
-        case hit([UInt8], accessed: UInt64, expires: UInt64)
+        case hit([UInt8], accessed: UInt64, expires: UInt64, record: RecordIdentity)
         case damaged(Record.Damage)
     }
 
@@ -196,6 +203,13 @@ public final class DiskCache: Sendable {
                 try StorageKey(key), .remove, limits: limits, synchronous: configuration.durability == .synchronous,
                 maxPendingBytes: configuration.maxPendingBytes)
         }
+    }
+
+    /// Removes the value stored under `key` if its record is still `record` when the writer gets
+    /// to it: a reader's removal of a value it could not use, which must never remove a write
+    /// that replaced that value after the read. Does not wait for the commit.
+    func removeData(forKey key: [UInt8], ifUnchanged record: RecordIdentity) throws {
+        try withStore { store in store.removeIfUnchanged(try StorageKey(key), record) }
     }
 
     /// Removes every entry (queued writes included) and commits.
@@ -243,6 +257,7 @@ public final class DiskCache: Sendable {
     func trimPass() -> Int {
         do {
             return try withStore { store in
+                store.env.clearStaleReaders(before: "a trim pass")
                 let now = configuration.clock.milliseconds
                 let totals = try store.totals()
                 let targets = limits.lowWaterTargets

@@ -23,7 +23,9 @@ final class DiskStore: Sendable {
     private let damagedRecords = Counter(label: "lmdbcache_disk_damaged_records_total")
     /// Told of every entry trimming evicts, on `evictionQueue`, keyed by a token.
     private let evictionObservers = Locked<(next: UInt64, observers: [UInt64: EvictionObserver])>((0, [:]))
-    private let evictionQueue = DispatchQueue(label: "LMDBCache.DiskStore.evictions")
+    private let evictionQueue = DiskStore.makeEvictionQueue()
+    /// Marks an eviction queue with its own identity, so code running on it can tell.
+    private static let evictionQueueKey = DispatchSpecificKey<ObjectIdentifier>()
     private let failedWrites = Counter(label: "lmdbcache_disk_failed_writes_total")
     /// Queued writes dropped because their batch failed (a full disk), for ``Cache/statistics``.
     private let droppedWrites = Atomic<Int>(0)
@@ -54,7 +56,15 @@ final class DiskStore: Sendable {
     let presence: ProcessPresence
 
     init(directory: String, options: Environment.Options, syncInterval: Duration?, logger: Logger) throws {
-        env = try Environment.open(directory: directory, options: options, logger: logger)
+        // Presence first: a process compacting or setting the file aside holds it exclusively, and
+        // LMDB must not map the file until that is over.
+        presence = try ProcessPresence(directory: directory, readOnly: options.readOnly)
+        do {
+            env = try Environment.open(directory: directory, options: options, presence: presence, logger: logger)
+        } catch {
+            presence.close()
+            throw error
+        }
         path = directory
         self.syncInterval = syncInterval
         db = DiskDatabases(env.databases)
@@ -63,7 +73,6 @@ final class DiskStore: Sendable {
         reserve = SpaceReserve(directory: directory)
         if !isReadOnly { reserve.take() }
         do {
-            presence = try ProcessPresence(directory: directory, readOnly: isReadOnly)
             if isReadOnly {
                 try checkFormat(env.read { txn in try Totals.load(txn, db.info, Totals.formatKey) })
             } else {
@@ -81,6 +90,7 @@ final class DiskStore: Sendable {
             }
         } catch {
             env.close()
+            presence.close()
             throw error
         }
     }
@@ -99,6 +109,8 @@ final class DiskStore: Sendable {
     func close() {
         if !isReadOnly { try? commitAndSync() }
         env.close()
+        // A closed store no longer counts as a process on it, even while handles still refer to it.
+        presence.close()
     }
 
     // MARK: Eviction events
@@ -133,8 +145,17 @@ final class DiskStore: Sendable {
         }
     }
 
-    /// Waits until every eviction event published so far has been delivered.
+    private static func makeEvictionQueue() -> DispatchQueue {
+        let queue = DispatchQueue(label: "LMDBCache.DiskStore.evictions")
+        queue.setSpecific(key: evictionQueueKey, value: ObjectIdentifier(queue))
+        return queue
+    }
+
+    /// Waits until every eviction event published so far has been delivered. On the eviction
+    /// queue itself (an observer closing its cache) it returns at once: the events before the
+    /// running one are delivered, and waiting for the queue there would wait for itself.
     func waitForEvictionEvents() {
+        if DispatchQueue.getSpecific(key: Self.evictionQueueKey) == ObjectIdentifier(evictionQueue) { return }
         evictionQueue.sync {}
     }
 
@@ -162,7 +183,7 @@ final class DiskStore: Sendable {
         if schedule { startDrain() }
         if synchronous {
             try waitUntil { $0.syncedThrough >= sequence }
-            if let error = state.withLock({ $0.failure(of: sequence) }) { throw error }
+            if let error = state.withLock({ $0.takeSynchronousResult(sequence) }) { throw error }
         }
     }
 
@@ -210,6 +231,16 @@ final class DiskStore: Sendable {
         if schedule { startDrain() }
     }
 
+    /// Has the writer remove the record of `key` if it is still the one `identity` names: a
+    /// reader's removal of a record it could not use, which must not remove a newer write.
+    func removeIfUnchanged(_ key: StorageKey, _ identity: RecordIdentity) {
+        let schedule = state.withLock { pending in
+            pending.recordRemoval(key, ifUnchanged: identity)
+            return scheduleDrain(&pending)
+        }
+        if schedule { startDrain() }
+    }
+
     private func scheduleDrain(_ pending: inout PendingWrites) -> Bool {
         if pending.drainScheduled { return false }
         pending.drainScheduled = true
@@ -230,28 +261,47 @@ final class DiskStore: Sendable {
 
     /// Commits batches until the queue is empty. Runs on the writer thread.
     func drain() {
-        while commitNextBatch(enforcingLimits: true) {}
+        while commitNextBatch(enforcingLimits: true) != nil {}
     }
 
-    /// Commits one batch; false when there was none. With `enforcingLimits`, a batch that takes
+    /// What committing a batch left to do.
+    private enum Committed {
+        /// Nothing: the limits hold, or were enforced.
+        case done
+        /// The batch took the store past `limits` (`exceeded`), or added `added` bytes under their
+        /// free-space limit; neither was enforced.
+        case limitsPassed(DiskLimits, exceeded: Bool, added: Int)
+    }
+
+    /// Commits one batch; nil when there was none. With `enforcingLimits`, a batch that takes
     /// the store past its newest insert's limits is followed by a trim to the low-water mark
-    /// before its writers are told it is done, so a flush returns with the limits holding.
-    private func commitNextBatch(enforcingLimits: Bool) -> Bool {
+    /// before its writers are told it is done, so a flush returns with the limits holding;
+    /// without, such limits are returned for the caller (a trim under way) to enforce after.
+    private func commitNextBatch(enforcingLimits: Bool) -> Committed? {
         guard
             let batch = state.withLock({
                 $0.takeBatch(
                     maxWrites: Self.maxBatchWrites, maxBytes: Self.maxBatchBytes, maxAccesses: Self.accessBatchSize)
             })
         else {
-            return false
+            return nil
         }
         var failure: CacheError?
-        if !batch.writes.isEmpty || !batch.accesses.isEmpty || !batch.damaged.isEmpty {
+        var outcome = Committed.done
+        if !batch.isEmpty {
             do {
                 let (totals, added) = try commitWithEmergencyTrim(batch)
-                if enforcingLimits, let limits = batch.limits {
-                    if limits.isExceeded(by: totals) { enforce(limits) }
-                    keepFreeSpace(limits, added: added, totals: totals)
+                if let limits = batch.limits {
+                    if !enforcingLimits {
+                        let spaceShort = limits.freeSpace != nil && added > 0
+                        let exceeded = limits.isExceeded(by: totals)
+                        if exceeded || spaceShort {
+                            outcome = .limitsPassed(limits, exceeded: exceeded, added: spaceShort ? added : 0)
+                        }
+                    } else {
+                        if limits.isExceeded(by: totals) { enforce(limits) }
+                        keepFreeSpace(limits, added: added, totals: totals)
+                    }
                 }
             } catch {
                 let cacheError = error as? CacheError ?? .lmdb(code: -1, operation: "write", message: "\(error)")
@@ -270,18 +320,20 @@ final class DiskStore: Sendable {
             pendingKeys.store(pending.pendingKeyCount, ordering: .releasing)
         }
         if state.withLock({ $0.syncDue }) {
+            var syncFailure: CacheError?
             do {
                 try env.sync()
             } catch {
+                syncFailure = error as? CacheError ?? .lmdb(code: -1, operation: "mdb_env_sync", message: "\(error)")
                 logger.error("LMDBCache could not sync its store", metadata: ["path": "\(path)", "error": "\(error)"])
             }
-            state.withLock { $0.markSynced() }
+            state.withLock { $0.markSynced(failure: syncFailure) }
         }
         progress.lock()
         progress.broadcast()
         progress.unlock()
         if !batch.writes.isEmpty { schedulePeriodicSync() }
-        return true
+        return outcome
     }
 
     /// Commits `batch`; when the volume is full (or the map cannot grow), frees the space reserve,
@@ -405,6 +457,12 @@ final class DiskStore: Sendable {
                 try removeEntry(key.bytes, txn, &totals)
             }
         }
+        // After the batch's writes, in the same transaction: a write queued before the check
+        // replaced the record and is kept; one queued after it commits after the removal.
+        for (key, identity) in batch.removalsIfUnchanged {
+            guard let bytes = try txn.get(db.records, key.bytes), RecordIdentity(bytes) == identity else { continue }
+            try removeEntry(key.bytes, txn, &totals)
+        }
         if totals != before { try totals.save(txn, db.info) }
         return (totals, totals.bytes - before.bytes)
     }
@@ -445,12 +503,18 @@ final class DiskStore: Sendable {
     }
 
     /// Removes expired entries, then least recently used ones as `plan` says, in transactions of
-    /// at most ``trimBatchSize`` removals; queued writes are committed between them. Writer only.
+    /// at most ``trimBatchSize`` removals; queued writes are committed between them, and when they
+    /// pass their limits, those are enforced once the plan is met. Writer only.
     /// Returns the entries removed.
     @discardableResult
     func trim(_ plan: TrimPlan, now: UInt64, committingQueuedWrites: Bool = true) throws -> Int {
         let observed = isObserved
         var removedTotal = 0
+        var plan = plan
+        var passedLimits: DiskLimits?
+        // The free-space limit of writes committed meanwhile, and the bytes they added under it.
+        var freeSpaceLimits: DiskLimits?
+        var addedUnderFreeSpaceLimit = 0
         while true {
             var evicted: [DiskEviction] = []
             var tally = EvictionTally()
@@ -469,9 +533,57 @@ final class DiskStore: Sendable {
             removedTotal += done.1
             tally.report(to: evictionMetrics)
             publish(evicted)
-            if done.0 { return removedTotal }
-            if committingQueuedWrites { _ = commitNextBatch(enforcingLimits: false) }
+            if done.0 {
+                // Writes committed between this trim's transactions passed their limits: trim
+                // again for them (committing more writes between its transactions, if queued),
+                // count and cost first, then free space. Each follow-up is armed by new commits only.
+                if let limits = passedLimits {
+                    passedLimits = nil
+                    if let followUp = try followUpPlan(limits) {
+                        plan = followUp
+                        continue
+                    }
+                }
+                if let limits = freeSpaceLimits {
+                    freeSpaceLimits = nil
+                    let added = addedUnderFreeSpaceLimit
+                    addedUnderFreeSpaceLimit = 0
+                    if let followUp = try freeSpaceFollowUpPlan(limits, added: added) {
+                        plan = followUp
+                        continue
+                    }
+                }
+                return removedTotal
+            }
+            if committingQueuedWrites,
+                case .limitsPassed(let limits, let exceeded, let added) = commitNextBatch(enforcingLimits: false)
+            {
+                if exceeded { passedLimits = limits }
+                if added > 0 {
+                    freeSpaceLimits = limits
+                    addedUnderFreeSpaceLimit += added
+                }
+            }
         }
+    }
+
+    /// The trim that brings the store back inside `limits` after writes committed during another
+    /// trim passed them: count and cost down to their low-water mark. Nil when the limits hold.
+    private func followUpPlan(_ limits: DiskLimits) throws -> TrimPlan? {
+        guard limits.isExceeded(by: try totals()) else { return nil }
+        let targets = limits.lowWaterTargets
+        return TrimPlan(count: targets.count, cost: targets.cost)
+    }
+
+    /// The trim owed, with the volume short of the free-space limit of `limits`, for writes that
+    /// `added` bytes during another trim: as many bytes as they added, as ``keepFreeSpace`` does
+    /// after any batch (the file does not shrink, so trimming by the volume's shortfall would
+    /// only empty the store). Nil when the volume has the space.
+    private func freeSpaceFollowUpPlan(_ limits: DiskLimits, added: Int) throws -> TrimPlan? {
+        guard added > 0, let limit = limits.freeSpace, let free = VolumeSpace.available(at: path), free < limit else {
+            return nil
+        }
+        return TrimPlan(cost: max(0, try totals().bytes - added), reason: .freeSpace)
     }
 
     /// One transaction's share of a trim; true when the plan is met.

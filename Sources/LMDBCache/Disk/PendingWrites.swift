@@ -49,9 +49,16 @@ struct WriteBatch: Sendable {
     var writes: [QueuedWrite] = []
     var accesses: [StorageKey: AccessUpdate] = [:]
     var damaged: [StorageKey] = []
+    /// Records to remove if their key still holds exactly that record, checked after `writes`.
+    var removalsIfUnchanged: [StorageKey: RecordIdentity] = [:]
     var byteCount = 0
     /// The limits to enforce after the commit: those of the handle that wrote last.
     var limits: DiskLimits?
+
+    /// True when it holds nothing to commit.
+    var isEmpty: Bool {
+        writes.isEmpty && accesses.isEmpty && damaged.isEmpty && removalsIfUnchanged.isEmpty
+    }
 }
 
 /// The write-behind queue: writes in arrival order, the newest write per key (so reads see their
@@ -64,14 +71,21 @@ struct PendingWrites {
     private var head = 0
     private var newest: [StorageKey: QueuedWrite] = [:]
     private var accesses: [StorageKey: AccessUpdate] = [:]
+    /// Access times recorded while their key had a write queued (an import's): applied before that
+    /// write, they would find no index entry to move and be dropped, so they join `accesses` once
+    /// it is done. Outside the buffer's limit: each waits on a queued write, and the queue is
+    /// bounded by its bytes.
+    private var accessesAwaitingWrite: [StorageKey: AccessUpdate] = [:]
     private var damaged: Set<StorageKey> = []
+    private var removalsIfUnchanged: [StorageKey: RecordIdentity] = [:]
     private(set) var queuedBytes = 0
     private(set) var lastQueued: UInt64 = 0
     private(set) var committedThrough: UInt64 = 0
     private(set) var syncedThrough: UInt64 = 0
     private var syncRequestedThrough: UInt64 = 0
-    /// Failed batches, newest last, as (first, last) sequence and error; a few are kept.
-    private var failures: [(first: UInt64, last: UInt64, error: CacheError)] = []
+    /// Synchronous writes waiting for their commit, with the error of a batch that failed them.
+    /// Kept until the waiter takes its result, however many batches fail meanwhile.
+    private var synchronousWaiters: [UInt64: CacheError?] = [:]
     /// The first failure no `flush()` has reported yet.
     private(set) var unreportedFailure: CacheError?
     /// True while a drain job is queued or running on the writer.
@@ -102,7 +116,11 @@ struct PendingWrites {
     /// Buffers an access time. Beyond `limit` buffered keys new ones are dropped: access order on
     /// disk is then a little less exact, and memory stays bounded when reads outrun the writer.
     mutating func recordAccess(_ key: StorageKey, at time: UInt64, previous: UInt64, limit: Int) {
-        if var buffered = accesses[key] {
+        if !newest.isEmpty, newest[key] != nil {
+            var waiting = accessesAwaitingWrite[key] ?? AccessUpdate(time: time, previous: previous)
+            waiting.time = max(waiting.time, time)
+            accessesAwaitingWrite[key] = waiting
+        } else if var buffered = accesses[key] {
             buffered.time = max(buffered.time, time)
             accesses[key] = buffered
         } else if accesses.count < limit {
@@ -114,9 +132,22 @@ struct PendingWrites {
         damaged.insert(key)
     }
 
-    /// Asks for an fsync once everything through `sequence` is committed.
+    /// Asks the writer to remove the record of `key` if it is still `record` when the next batch
+    /// commits. Not a queued write: reads do not see it, since it may come to nothing.
+    mutating func recordRemoval(_ key: StorageKey, ifUnchanged record: RecordIdentity) {
+        removalsIfUnchanged[key] = record
+    }
+
+    /// Asks for an fsync once everything through `sequence` is committed, and keeps the outcome
+    /// of write `sequence` for ``takeSynchronousResult(_:)``.
     mutating func requestSync(through sequence: UInt64) {
         syncRequestedThrough = max(syncRequestedThrough, sequence)
+        synchronousWaiters[sequence] = .some(nil)
+    }
+
+    /// The error of the failed batch that held synchronous write `sequence`, if it failed; forgets it.
+    mutating func takeSynchronousResult(_ sequence: UInt64) -> CacheError? {
+        synchronousWaiters.removeValue(forKey: sequence) ?? nil
     }
 
     /// True when a requested sync is due: its writes are committed but not yet synced.
@@ -124,7 +155,15 @@ struct PendingWrites {
         syncRequestedThrough > syncedThrough && committedThrough >= syncRequestedThrough
     }
 
-    mutating func markSynced() {
+    /// Marks everything committed as synced; with `failure` (the sync failed), the synchronous
+    /// writes waiting for it throw it, and so does the next `flush()`.
+    mutating func markSynced(failure: CacheError? = nil) {
+        if let failure {
+            for (sequence, result) in synchronousWaiters where sequence <= committedThrough && result == nil {
+                synchronousWaiters[sequence] = failure
+            }
+            if unreportedFailure == nil { unreportedFailure = failure }
+        }
         syncedThrough = committedThrough
     }
 
@@ -158,7 +197,8 @@ struct PendingWrites {
         }
         batch.damaged = Array(damaged)
         damaged.removeAll()
-        if batch.writes.isEmpty && batch.accesses.isEmpty && batch.damaged.isEmpty && !syncDue {
+        swap(&batch.removalsIfUnchanged, &removalsIfUnchanged)
+        if batch.isEmpty && !syncDue {
             drainScheduled = false
             return nil
         }
@@ -169,20 +209,21 @@ struct PendingWrites {
     mutating func complete(_ batch: WriteBatch, error: CacheError?) {
         for write in batch.writes where newest[write.key]?.sequence == write.sequence {
             newest[write.key] = nil
+            if !accessesAwaitingWrite.isEmpty, let waiting = accessesAwaitingWrite.removeValue(forKey: write.key) {
+                accesses[write.key] = waiting
+            }
         }
         queuedBytes -= batch.byteCount
         guard let first = batch.writes.first, let last = batch.writes.last else { return }
         committedThrough = max(committedThrough, last.sequence)
         if let error {
-            failures.append((first.sequence, last.sequence, error))
-            if failures.count > 32 { failures.removeFirst() }
+            if !synchronousWaiters.isEmpty {
+                for sequence in synchronousWaiters.keys where first.sequence <= sequence && sequence <= last.sequence {
+                    synchronousWaiters[sequence] = error
+                }
+            }
             if unreportedFailure == nil { unreportedFailure = error }
         }
-    }
-
-    /// The error of the failed batch that held write `sequence`, if it failed.
-    func failure(of sequence: UInt64) -> CacheError? {
-        failures.last { $0.first <= sequence && sequence <= $0.last }?.error
     }
 
     /// Returns and clears the failure `flush()` must report.

@@ -1,5 +1,6 @@
 import Logging
 import Metrics
+import Synchronization
 
 /// An in-memory least-recently-used cache with count, cost, age and per-entry expiry limits.
 ///
@@ -31,6 +32,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @usableFromInline let listener: RemovalListener?
     @usableFromInline let metrics: TierMetrics?
     private let scheduler = Locked<TrimScheduler?>(nil)
+    /// Set by ``discardAllAndClose()``; read under a shard's lock by every insert, so no insert
+    /// lands in a shard after the close has emptied it.
+    @usableFromInline let isClosed = Atomic<Bool>(false)
 
     /// An empty cache.
     ///
@@ -109,16 +113,30 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     func insert(
         _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, now: UInt64, ifGeneration: UInt64? = nil
     ) {
+        let (removed, report) = insertDeferringRemovals(
+            value, forKey: key, cost: cost, expires: expires, now: now, ifGeneration: ifGeneration)
+        finish(removed, report)
+    }
+
+    /// ``insert(_:forKey:cost:expires:now:ifGeneration:)`` that leaves the listener untold: the
+    /// caller passes the result to ``finish(_:_:)`` once it holds no lock of its own (the two-tier
+    /// cache inserts under a per-key lock, and a listener may call back into it).
+    @inlinable
+    func insertDeferringRemovals(
+        _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, now: UInt64, ifGeneration: UInt64? = nil
+    ) -> (RemovedEntries<Key, Value>, ShardReport?) {
         let hash = key.hashValue
         let cost = max(0, cost ?? weigher?(value) ?? 0)
         var removed = RemovedEntries<Key, Value>()
         let report = shards.withLock(at: shardIndex(hash)) { shard -> ShardReport? in
             if let ifGeneration, shard.generation != ifGeneration { return nil }
+            // Relaxed is enough: the shard lock orders this read after the close's emptying.
+            if isClosed.load(ordering: .relaxed) { return nil }
             shard.insert(
                 value, forKey: key, tag: SlotTable.tag(hash), cost: cost, expires: expires, now: now, removed: &removed)
             return metrics == nil ? nil : shard.takeReport(force: false)
         }
-        finish(removed, report)
+        return (removed, report)
     }
 
     /// ``value(forKey:)``, also returning the generation of the key's shard for a later
@@ -154,14 +172,22 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @discardableResult
     @inlinable
     public func removeValue(forKey key: Key) -> Value? {
+        let (value, removed, report) = removeValueDeferringRemovals(forKey: key)
+        finish(removed, report)
+        return value
+    }
+
+    /// ``removeValue(forKey:)`` that leaves the listener untold, as
+    /// ``insertDeferringRemovals(_:forKey:cost:expires:now:ifGeneration:)``.
+    @inlinable
+    func removeValueDeferringRemovals(forKey key: Key) -> (Value?, RemovedEntries<Key, Value>, ShardReport?) {
         let hash = key.hashValue
         var removed = RemovedEntries<Key, Value>()
         let (value, report) = shards.withLock(at: shardIndex(hash)) { shard in
             let value = shard.removeValue(forKey: key, tag: SlotTable.tag(hash), removed: &removed)
             return (value, metrics == nil ? nil : shard.takeReport(force: false))
         }
-        finish(removed, report)
-        return value
+        return (value, removed, report)
     }
 
     /// True when a live entry is stored for `key`. Not an access: LRU order is unchanged.
@@ -177,9 +203,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         forEachShard { shard, removed in shard.removeAll(removed: &removed) }
     }
 
-    /// Releases every entry without telling the listener: the two-tier cache's `close()`, which
-    /// is not a removal of the cached data.
-    func discardAll() {
+    /// Releases every entry without telling the listener and refuses every later insert: the
+    /// two-tier cache's `close()`, which is not a removal of the cached data. An insert racing it
+    /// either lands before its shard is emptied or is dropped, so memory stays empty afterwards.
+    func discardAllAndClose() {
+        isClosed.store(true, ordering: .relaxed)
         for index in 0..<shards.count {
             var removed = RemovedEntries<Key, Value>()
             shards.withLock(at: index) { $0.removeAll(removed: &removed) }

@@ -132,6 +132,16 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: Sendable {
         }
     }
 
+    /// The permission bits of `directory` when they let other users in (beyond 0700), else nil.
+    /// Such a directory is used as it is, with a warning: a mode the user chose is theirs to
+    /// change, and the store's files inside stay owner-only.
+    static func permissionsOpenToOthers(_ directory: String) -> mode_t? {
+        var info = stat()
+        guard stat(directory, &info) == 0 else { return nil }
+        let permissions = info.st_mode & 0o7777
+        return permissions & 0o077 != 0 ? permissions : nil
+    }
+
     static func identity(of directory: String) throws -> DirectoryIdentity {
         var info = stat()
         guard stat(directory, &info) == 0 else {

@@ -27,12 +27,12 @@ struct PageStatistics: Sendable {
 extension Environment {
     /// Every reader-table slot in use (this process's idle pooled transactions included), with
     /// whether its process is still running.
-    func readerSlots() -> [ReaderSlot] {
+    func readerSlots() throws -> [ReaderSlot] {
         final class Lines {
             var lines: [String] = []
         }
         let collected = Lines()
-        withEnvironmentPointer { env in
+        try withEnvironmentPointer { env in
             _ = mdb_reader_list(
                 env,
                 { message, context in
@@ -55,8 +55,6 @@ extension Environment {
     /// one read transaction: O(free-list entries).
     func pageStatistics() throws -> PageStatistics {
         let (pageSize, lastPage, mapSize) = try withEnvironmentPointer { env in
-            // A placeholder after a lost map has no meta pages to read.
-            if let mapLost { throw mapLost }
             var stat = MDB_stat()
             mdb_env_stat(env, &stat)
             var info = MDB_envinfo()

@@ -36,6 +36,12 @@ final class Environment: @unchecked Sendable {
     /// Replaced only by ``compactInPlace()``, under the exclusive resize lock; every other use
     /// holds that lock shared or runs on the writer thread.
     private var env: OpaquePointer
+    /// Set, under the exclusive resize lock, when `env` was closed and could not be opened again
+    /// (a compaction's reopen failed): every later call throws it instead of touching `env`.
+    private var unusable: CacheError?
+    /// Set when adopting a map another process grew failed: the next `MDB_MAP_RESIZED` is
+    /// thrown as a clear error instead of adopting again, so a read or write cannot loop.
+    private let adoptionFailed = Atomic<Bool>(false)
     private let options: Options
     private let resizeLock = ReadWriteLock()
     private let logger: Logger
@@ -51,33 +57,41 @@ final class Environment: @unchecked Sendable {
 
     private struct MapResized: Error {}
 
-    /// Set (under the exclusive resize lock) when a failed map resize left no map and opening the
-    /// environment again failed too: `env` is then an unopened placeholder, and every read and
-    /// write throws this instead of touching LMDB's freed map.
-    private(set) var mapLost: CacheError?
-    /// Set when adopting a map another process grew failed: the next `MDB_MAP_RESIZED` is
-    /// thrown as a clear error instead of adopting again, so a read or write cannot loop.
-    private let adoptionFailed = Atomic<Bool>(false)
-
     /// Opens the environment in `directory` (which must exist), setting a damaged file aside when
-    /// `options.damagedStore` says so.
-    static func open(directory: String, options: Options, logger: Logger) throws -> Environment {
+    /// `options.damagedStore` says so and no other process has the store open. The caller holds
+    /// `presence` (shared) from before this call until after ``close()``.
+    static func open(directory: String, options: Options, presence: ProcessPresence, logger: Logger) throws
+        -> Environment
+    {
         do {
             return try Environment(directory: directory, options: options, logger: logger)
         } catch let error as CacheError {
             guard case .damagedStore(_, let reason) = error, options.damagedStore == .recreate, !options.readOnly else {
                 throw error
             }
-            let data = directory + "/" + StoreFiles.data
-            let aside = data + ".damaged-\(Int(Date().timeIntervalSince1970))"
-            logger.error(
-                "LMDBCache store is damaged; moving it aside and starting empty",
-                metadata: ["path": "\(directory)", "reason": "\(reason)", "movedTo": "\(aside)"])
-            guard rename(data, aside) == 0 else {
-                throw CacheError.damagedStore(
-                    path: directory, reason: "\(reason); moving it aside failed: \(errnoText())")
+            // Renaming the file under another process's map would leave it writing to the
+            // unlinked file: only a process alone on the store sets it aside.
+            let reopened = try presence.alone { () throws -> Environment in
+                let data = directory + "/" + StoreFiles.data
+                let aside = data + ".damaged-\(Int(Date().timeIntervalSince1970))"
+                logger.error(
+                    "LMDBCache store is damaged; moving it aside and starting empty",
+                    metadata: ["path": "\(directory)", "reason": "\(reason)", "movedTo": "\(aside)"])
+                guard !ProcessPresence.lmdbOpenElsewhere(directory: directory) else {
+                    throw CacheError.damagedStore(
+                        path: directory, reason: "\(reason); not moved aside while another process has the store open")
+                }
+                guard rename(data, aside) == 0 else {
+                    throw CacheError.damagedStore(
+                        path: directory, reason: "\(reason); moving it aside failed: \(errnoText())")
+                }
+                return try Environment(directory: directory, options: options, logger: logger)
             }
-            return try Environment(directory: directory, options: options, logger: logger)
+            guard let reopened else {
+                throw CacheError.damagedStore(
+                    path: directory, reason: "\(reason); not moved aside while another process has the store open")
+            }
+            return reopened
         }
     }
 
@@ -101,7 +115,7 @@ final class Environment: @unchecked Sendable {
     func close() {
         writer.stop()
         abortIdleReaders()
-        mdb_env_close(env)
+        if unusable == nil { mdb_env_close(env) }
     }
 
     // MARK: Reading
@@ -112,6 +126,7 @@ final class Environment: @unchecked Sendable {
             resizeLock.lockShared()
             let txn: OpaquePointer
             do {
+                if let unusable { throw unusable }
                 txn = try takeReader()
             } catch is MapResized {
                 resizeLock.unlockShared()
@@ -123,19 +138,21 @@ final class Environment: @unchecked Sendable {
             }
             let result = Result { try body(ReadTransaction(pointer: txn, path: path)) }
             mdb_txn_reset(txn)
-            resizeLock.unlockShared()
+            // Pooled (or aborted) before the shared lock is released: compaction closes the
+            // environment under the exclusive lock, and a transaction of a closed environment
+            // must never reach the pool.
             let pooled = idleReaders.withLock { readers in
                 guard readers.count < Self.maxIdleReaders else { return false }
                 readers.append(TransactionHandle(pointer: txn))
                 return true
             }
             if !pooled { mdb_txn_abort(txn) }
+            resizeLock.unlockShared()
             return try result.get()
         }
     }
 
     private func takeReader() throws -> OpaquePointer {
-        if let mapLost { throw mapLost }
         if let idle = idleReaders.withLock({ $0.popLast() }) {
             let code = mdb_txn_renew(idle.pointer)
             if code == MDB_SUCCESS { return idle.pointer }
@@ -161,9 +178,9 @@ final class Environment: @unchecked Sendable {
         var growths = 0
         while true {
             resizeLock.lockShared()
-            if let mapLost {
+            if let unusable {
                 resizeLock.unlockShared()
-                throw mapLost
+                throw unusable
             }
             var txn: OpaquePointer?
             let begin = mdb_txn_begin(env, nil, 0, &txn)
@@ -184,6 +201,7 @@ final class Environment: @unchecked Sendable {
                 mdb_txn_abort(txn)
                 resizeLock.unlockShared()
                 growths += 1
+                clearStaleReaders(before: "growing the map")
                 try grow(attempt: growths)
                 continue
             } catch {
@@ -195,6 +213,7 @@ final class Environment: @unchecked Sendable {
             resizeLock.unlockShared()
             if commit == MDB_MAP_FULL {
                 growths += 1
+                clearStaleReaders(before: "growing the map")
                 try grow(attempt: growths)
                 continue
             }
@@ -212,17 +231,13 @@ final class Environment: @unchecked Sendable {
     func compactInPlace() throws {
         precondition(writer.isCurrent, "compaction runs on the writer thread")
         let temporary = path + "/" + StoreFiles.compactionFolder
-        unlink(temporary + "/" + StoreFiles.data)
-        unlink(temporary + "/lock.mdb")
-        rmdir(temporary)
+        try Self.removeCompactionFolder(temporary)
         guard mkdir(temporary, 0o700) == 0 else {
             throw CacheError.directoryUnavailable(path: temporary, reason: "cannot create it: \(errnoText())")
         }
-        defer {
-            unlink(temporary + "/" + StoreFiles.data)
-            rmdir(temporary)
-        }
+        defer { try? Self.removeCompactionFolder(temporary) }
         try resizeLock.withSharedLock {
+            if let unusable { throw unusable }
             try LMDBStatus.check(
                 mdb_env_copy2(env, temporary, UInt32(MDB_CP_COMPACT)), "mdb_env_copy2(compact)", path: path)
         }
@@ -233,14 +248,49 @@ final class Environment: @unchecked Sendable {
         try resizeLock.withExclusiveLock {
             abortIdleReaders()
             mdb_env_close(env)
-            guard rename(temporary + "/" + StoreFiles.data, path + "/" + StoreFiles.data) == 0 else {
-                let reason = errnoText()
-                // The old file is still in place: open it again.
+            // With this process's environment closed, LMDB's lock shows openers the presence
+            // lock missed: the old file stays, as the copy would lose their writes or the store.
+            let openElsewhere = ProcessPresence.lmdbOpenElsewhere(directory: path)
+            let swapped =
+                !openElsewhere && rename(temporary + "/" + StoreFiles.data, path + "/" + StoreFiles.data) == 0
+            let renameFailure = swapped || openElsewhere ? "" : errnoText()
+            do {
+                // The compacted file, or the old one still in place.
                 env = try Self.openEnvironment(path, options).env
-                throw CacheError.directoryUnavailable(
-                    path: path, reason: "cannot swap in the compacted file: \(reason)")
+            } catch {
+                // `env` is closed: no later call may touch it, and close() must not close it again.
+                let cacheError = error as? CacheError ?? .directoryUnavailable(path: path, reason: "\(error)")
+                unusable = .directoryUnavailable(
+                    path: path,
+                    reason: "the store could not be opened again after compaction (\(cacheError)); reopen it")
+                throw cacheError
             }
-            env = try Self.openEnvironment(path, options).env
+            if openElsewhere { throw CacheError.storeInUse(path: path, operation: "compact") }
+            if !swapped {
+                throw CacheError.directoryUnavailable(
+                    path: path, reason: "cannot swap in the compacted file: \(renameFailure)")
+            }
+        }
+    }
+
+    /// Removes what a crashed compaction left at `folder`: the folder with the copy and its lock
+    /// file, or anything else under that name (a symbolic link is removed, never followed).
+    private static func removeCompactionFolder(_ folder: String) throws {
+        var info = stat()
+        guard lstat(folder, &info) == 0 else { return }
+        if info.st_mode & S_IFMT == S_IFDIR {
+            let directory = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if directory >= 0 {
+                for name in [StoreFiles.data, "lock.mdb"] { unlinkat(directory, name, 0) }
+                Glibc.close(directory)
+            }
+            guard rmdir(folder) == 0 || errno == ENOENT else {
+                throw CacheError.directoryUnavailable(path: folder, reason: "cannot remove it: \(errnoText())")
+            }
+        } else {
+            guard unlink(folder) == 0 || errno == ENOENT else {
+                throw CacheError.directoryUnavailable(path: folder, reason: "cannot remove it: \(errnoText())")
+            }
         }
     }
 
@@ -362,19 +412,21 @@ final class Environment: @unchecked Sendable {
 
     /// Writes buffered pages and the meta page to disk.
     func sync() throws {
-        try LMDBStatus.check(mdb_env_sync(env, 1), "mdb_env_sync", path: path)
+        try resizeLock.withSharedLock {
+            if let unusable { throw unusable }
+            try LMDBStatus.check(mdb_env_sync(env, 1), "mdb_env_sync", path: path)
+        }
     }
 
     // MARK: Map size
 
     /// Current map size in bytes.
     var mapSize: Int {
-        resizeLock.withSharedLock { currentMapSize }
+        resizeLock.withSharedLock { unusable == nil ? currentMapSize : 0 }
     }
 
     /// The map size, for callers already holding the resize lock.
     private var currentMapSize: Int {
-        if mapLost != nil { return 0 }  // the placeholder environment has no meta pages to read
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
         return info.me_mapsize
@@ -383,7 +435,7 @@ final class Environment: @unchecked Sendable {
     /// Another process grew the map: take its size (no transaction of ours may be active).
     private func adoptGrownMap() {
         resizeLock.withExclusiveLock {
-            guard mapLost == nil else { return }
+            guard unusable == nil else { return }
             let previous = currentMapSize
             let code = mdb_env_set_mapsize(env, 0)
             if code == MDB_SUCCESS {
@@ -410,7 +462,7 @@ final class Environment: @unchecked Sendable {
     private func grow(attempt: Int) throws {
         guard attempt <= Self.maxGrowthsPerWrite else { throw CacheError.diskFull(path: path) }
         try resizeLock.withExclusiveLock {
-            if let mapLost { throw mapLost }
+            if let unusable { throw unusable }
             let current = currentMapSize
             // Double while small, then grow by 1 GiB at a time.
             let next = current + min(max(current, 16 << 20), 1 << 30)
@@ -439,8 +491,7 @@ final class Environment: @unchecked Sendable {
     /// under an address-space limit) it keeps no map, its meta pointers still point into the
     /// freed one, and a later resize only records the size without mapping. So the environment
     /// is closed and opened again at the size that was mapped before (the data fits it). When
-    /// that fails too, `env` becomes an unopened placeholder (safe to close, never read) and
-    /// ``mapLost`` makes every later read and write throw.
+    /// that fails too, `env` stays closed and ``unusable`` makes every later call throw.
     private func recoverMap(previousSize: Int, failure code: Int32) {
         abortIdleReaders()
         mdb_env_close(env)
@@ -450,26 +501,23 @@ final class Environment: @unchecked Sendable {
             env = try Self.openEnvironment(path, reopening).env
             logger.info("LMDBCache mapped its store again at the previous size", metadata: ["path": "\(path)"])
         } catch {
-            var placeholder: OpaquePointer?
-            // Fails only when a few hundred bytes cannot be allocated, where Swift itself traps.
-            guard mdb_env_create(&placeholder) == MDB_SUCCESS, let placeholder else {
-                fatalError("LMDBCache: out of memory while recovering its store's map")
-            }
-            env = placeholder
-            mapLost = CacheError.resourceExhausted(
+            unusable = CacheError.resourceExhausted(
                 resource:
                     "address space for the store's memory map (mapping it failed: \(errnoText(code)); "
                     + "opening it again failed: \(error)); close the cache and open it again",
                 operation: "using the store at \(path)")
             logger.error(
-                "LMDBCache cannot map its store; every read and write fails until it is opened again",
+                "LMDBCache cannot map its store; every call fails until it is opened again",
                 metadata: ["path": "\(path)", "reason": "\(error)"])
         }
     }
 
     /// Runs `body` with the environment pointer, kept valid (no compaction swaps it) meanwhile.
-    func withEnvironmentPointer<T>(_ body: (OpaquePointer) throws -> T) rethrows -> T {
-        try resizeLock.withSharedLock { try body(env) }
+    func withEnvironmentPointer<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
+        try resizeLock.withSharedLock {
+            if let unusable { throw unusable }
+            return try body(env)
+        }
     }
 
     // MARK: Readers
@@ -478,8 +526,20 @@ final class Environment: @unchecked Sendable {
     @discardableResult
     func clearStaleReaders() -> Int {
         var dead: Int32 = 0
-        resizeLock.withSharedLock { _ = mdb_reader_check(env, &dead) }
+        resizeLock.withSharedLock { if unusable == nil { _ = mdb_reader_check(env, &dead) } }
         return Int(dead)
+    }
+
+    /// Clears stale reader slots, logging any it cleared. A process killed during a read leaves
+    /// its slot pinning the snapshot it read, and LMDB then reuses no page freed since: the file
+    /// grows. Done by every trim pass and before the map grows, not only at open.
+    func clearStaleReaders(before occasion: String) {
+        let cleared = clearStaleReaders()
+        if cleared > 0 {
+            logger.info(
+                "LMDBCache cleared stale reader slots",
+                metadata: ["path": "\(path)", "slots": "\(cleared)", "before": "\(occasion)"])
+        }
     }
 }
 

@@ -42,37 +42,3 @@ struct SpaceReserve {
         unlink(path) == 0
     }
 }
-
-/// A `flock` every process holds shared while it has the store open, so that an operation that
-/// needs the store to itself (compaction) can tell whether another process has it open.
-final class ProcessPresence: @unchecked Sendable {
-    private let descriptor: Int32
-
-    /// Opens `<directory>/processes.lock` and takes the shared lock. `readOnly` neither creates
-    /// the file nor fails without it (a store only inspected then simply does not show).
-    init(directory: String, readOnly: Bool = false) throws {
-        let flags = readOnly ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC
-        descriptor = open(directory + "/processes.lock", flags, 0o600)
-        if readOnly && descriptor < 0 { return }
-        guard descriptor >= 0 else {
-            throw CacheError.directoryUnavailable(path: directory, reason: "cannot open processes.lock: \(errnoText())")
-        }
-        flock(descriptor, LOCK_SH)
-    }
-
-    deinit {
-        if descriptor >= 0 { close(descriptor) }
-    }
-
-    /// Runs `body` holding the lock exclusively; nil, without running it, when another process
-    /// holds it.
-    func alone<T>(_ body: () throws -> T) rethrows -> T? {
-        guard descriptor >= 0 else { return nil }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            flock(descriptor, LOCK_SH)  // a failed conversion may have dropped the shared lock
-            return nil
-        }
-        defer { flock(descriptor, LOCK_SH) }
-        return try body()
-    }
-}

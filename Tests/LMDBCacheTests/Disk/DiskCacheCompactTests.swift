@@ -50,3 +50,26 @@ struct DiskCacheCompactTests {
         #expect(try disk.data(forKey: "k") == [1])
     }
 }
+
+@Suite("Compaction's leftovers")
+struct DiskCacheCompactLeftoverTests {
+    @Test("compaction removes a compact.tmp symbolic link without following it")
+    func symlinkNotFollowed() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let elsewhere = TemporaryDirectory()
+        defer { elsewhere.remove() }
+        try FileManager.default.createDirectory(at: elsewhere.url, withIntermediateDirectories: true)
+        let victim = elsewhere.url.appendingPathComponent("data.mdb")
+        try Data([9, 9, 9]).write(to: victim)
+        let disk = try DiskCache(directory: dir.url)
+        defer { disk.close() }
+        try disk.setData([1], forKey: "k")
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.url.appendingPathComponent("compact.tmp").path, withDestinationPath: elsewhere.path)
+        try disk.compact()
+        #expect(FileManager.default.fileExists(atPath: victim.path), "the link's target is untouched")
+        #expect(try Data(contentsOf: victim) == Data([9, 9, 9]))
+        #expect(try disk.data(forKey: "k") == [1])
+    }
+}

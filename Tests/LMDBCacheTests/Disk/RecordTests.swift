@@ -117,4 +117,33 @@ struct PendingWritesTests {
         #expect(pending.pending(key) == nil)
         #expect(pending.committedThrough == 2)
     }
+
+    @Test("a synchronous write whose batch failed learns so, however many batches failed after it")
+    func synchronousFailureKept() throws {
+        var pending = PendingWrites()
+        let first = pending.enqueue(try StorageKey([1]), .remove, limits: Self.limits)
+        pending.requestSync(through: first)
+        let batch = pending.takeBatch(maxWrites: 1, maxBytes: 1 << 20, maxAccesses: 10)!
+        pending.complete(batch, error: .diskFull(path: "/x"))
+        for index in 0..<100 {
+            _ = pending.enqueue(try StorageKey([2, UInt8(index)]), .remove, limits: Self.limits)
+            let later = pending.takeBatch(maxWrites: 1, maxBytes: 1 << 20, maxAccesses: 10)!
+            pending.complete(later, error: .diskFull(path: "/x"))
+        }
+        #expect(pending.takeSynchronousResult(first) == .diskFull(path: "/x"))
+        #expect(pending.takeSynchronousResult(first) == nil, "taken once")
+    }
+
+    @Test("a synchronous write whose sync failed after its commit learns so, and so does the next flush")
+    func synchronousSyncFailureKept() throws {
+        var pending = PendingWrites()
+        let write = pending.enqueue(try StorageKey([1]), .remove, limits: Self.limits)
+        pending.requestSync(through: write)
+        let batch = pending.takeBatch(maxWrites: 10, maxBytes: 1 << 20, maxAccesses: 10)!
+        pending.complete(batch, error: nil)
+        #expect(pending.syncDue)
+        pending.markSynced(failure: .lmdb(code: 5, operation: "mdb_env_sync", message: "I/O error"))
+        #expect(pending.takeSynchronousResult(write) == .lmdb(code: 5, operation: "mdb_env_sync", message: "I/O error"))
+        #expect(pending.takeUnreportedFailure() == .lmdb(code: 5, operation: "mdb_env_sync", message: "I/O error"))
+    }
 }

@@ -32,7 +32,7 @@ struct MultiProcessTests {
         let disk = try DiskCache(directory: dir.url)
         defer { disk.close() }
         #expect(
-            !disk.store.env.readerSlots().contains { $0.processID == victim.processIdentifier },
+            try !disk.store.env.readerSlots().contains { $0.processID == victim.processIdentifier },
             "the killed process's reader slot was cleared")
         #expect(disk.store.env.clearStaleReaders() == 0, "no reader slot of a dead process remains")
         let wrong = try disk.store.env.read { txn in

@@ -22,6 +22,22 @@ struct SecurityTests {
         return modes
     }
 
+    @Test("an existing cache directory open to other users is used with a warning that says so")
+    func looseDirectoryWarned() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(at: dir.url, withIntermediateDirectories: true)
+        #expect(chmod(dir.path, 0o755) == 0)
+        let log = CapturedLog()
+        let disk = try DiskCache(directory: dir.url, logger: log.logger)
+        disk.close()
+        #expect(log.messages(atLeast: .warning).contains { $0.contains("open to other users") })
+        #expect(chmod(dir.path, 0o700) == 0)
+        let quiet = CapturedLog()
+        try DiskCache(directory: dir.url, logger: quiet.logger).close()
+        #expect(quiet.messages(atLeast: .warning).isEmpty)
+    }
+
     @Test("everything the cache creates, after writes, a trim and a compaction, is owner-only")
     func everythingOwnerOnly() throws {
         let dir = TemporaryDirectory()

@@ -53,6 +53,6 @@ struct EnvironmentTests {
             for _ in 0..<2_000 { _ = try? disk.data(forKey: "k") }
         }
         #expect(try disk.data(forKey: "k") == [1])
-        #expect(disk.store.env.readerSlots().count <= 16)
+        #expect(try disk.store.env.readerSlots().count <= 16)
     }
 }
