@@ -55,6 +55,13 @@ public struct DumpFailure: Error, CustomStringConvertible, Sendable {
             return DumpFailure(
                 .damaged, "damaged store: \(operation) met a page that is not what it should be (\(message))")
         }
+        // MDB_CURSOR_FULL and MDB_PAGE_FULL (the library words them as below): a tree deeper than
+        // LMDB's 32 levels or a page whose sizes overflow it, which only a damaged page makes.
+        if case .resourceExhausted(let resource, let operation) = cacheError, resource.contains("page or cursor stack")
+        {
+            return DumpFailure(
+                .damaged, "damaged store: \(operation) met a page that is not what it should be (\(resource))")
+        }
         let status: ExitStatus
         switch cacheError {
         case .directoryUnavailable: status = .notACache
