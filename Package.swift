@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
     targets: [
         .systemLibrary(
@@ -83,6 +84,8 @@ let package = Package(
             dependencies: [
                 "LMDBCache", "CacheTestSupport",
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                // Model-based tests: random operation sequences, shrunk when they fail.
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
         // cache-dump run as a real process against caches the library wrote.

@@ -42,11 +42,31 @@ public struct CacheClock: Sendable {
 }
 
 extension Duration {
-    /// Whole milliseconds, rounded down; negative durations count as zero.
+    /// Whole milliseconds, rounded down; negative durations count as zero, and durations past
+    /// `UInt64.max` milliseconds (`.seconds(Int64.max)`, the usual "forever") as `UInt64.max`.
     @inlinable
     var milliseconds: UInt64 {
         let (seconds, attoseconds) = components
         guard seconds >= 0 else { return 0 }
-        return UInt64(seconds) * 1_000 + UInt64(attoseconds / 1_000_000_000_000_000)
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000)
+        // With seconds >= 0, attoseconds lie in 0..<10^18: at most 999 more milliseconds.
+        let fraction = UInt64(max(0, attoseconds) / 1_000_000_000_000_000)
+        return overflow ? .max : whole.addingSaturating(fraction)
+    }
+}
+
+extension UInt64 {
+    /// `self + other`, or `UInt64.max` when the sum does not fit: deadlines built from untrusted
+    /// or "forever" durations stay in range.
+    @inlinable
+    func addingSaturating(_ other: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
+    }
+
+    /// `self - other`, or 0 when `other` is larger: a cut-off that would lie before 1970.
+    @inlinable
+    func subtractingSaturating(_ other: UInt64) -> UInt64 {
+        self > other ? self - other : 0
     }
 }

@@ -70,7 +70,14 @@ public enum FuzzChecks {
             violations.append("a non-empty key was refused")
         }
         let string = String(cacheKeyBytes: input)
-        if let string, string.cacheKeyBytes != input { violations.append("String does not round-trip its bytes") }
+        // A String key is stored as its NFC form: bytes in NFC come back as they are, others as
+        // their NFC, and those bytes name an equal string.
+        if let string, string.cacheKeyBytes != Array(string.precomposedStringWithCanonicalMapping.utf8) {
+            violations.append("String's key bytes are not the UTF-8 of its NFC form")
+        }
+        if let string, String(cacheKeyBytes: string.cacheKeyBytes) != string {
+            violations.append("String does not round-trip its key bytes")
+        }
         if (string == nil) == (String(validating: input, as: UTF8.self) != nil) {
             violations.append("String(cacheKeyBytes:) disagrees with UTF-8 validation")
         }

@@ -26,8 +26,9 @@ struct Stats: ParsableCommand {
                     "expiredEntries": stats.expiredEntries, "damagedRecords": stats.damagedRecords,
                     "formatVersion": stats.formatVersion,
                 ]
-                object["oldestAccess"] = stats.oldestAccess.map { Int($0) as Any } ?? NSNull()
-                object["newestAccess"] = stats.newestAccess.map { Int($0) as Any } ?? NSNull()
+                // Times come from the file's index keys: any 8-byte value, printed as it is.
+                object["oldestAccess"] = stats.oldestAccess.map { NSNumber(value: $0) as Any } ?? NSNull()
+                object["newestAccess"] = stats.newestAccess.map { NSNumber(value: $0) as Any } ?? NSNull()
                 Console.write(try OutputFormatting.json(object))
                 return .success
             }

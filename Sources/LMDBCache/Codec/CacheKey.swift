@@ -14,8 +14,17 @@ public protocol CacheKey: Hashable, Sendable {
 }
 
 extension String: CacheKey {
-    /// The key's UTF-8 bytes.
-    public var cacheKeyBytes: [UInt8] { Array(utf8) }
+    /// The UTF-8 bytes of the key's Unicode Normalization Form C.
+    ///
+    /// Swift compares strings by canonical equivalence, so `"caf\u{E9}"` and `"cafe\u{301}"` are
+    /// one key in memory; normalising makes them one key on disk too. Strings of code points below
+    /// U+0300 (ASCII and Latin-1 among them) are already in NFC and skip the normalisation.
+    public var cacheKeyBytes: [UInt8] {
+        // In UTF-8, every byte below 0xCC belongs to a code point below U+0300; none of those
+        // composes with a neighbour or has a different NFC form.
+        if utf8.allSatisfy({ $0 < 0xCC }) { return Array(utf8) }
+        return Array(precomposedStringWithCanonicalMapping.utf8)
+    }
 
     /// The string whose UTF-8 bytes these are; nil when they are not valid UTF-8.
     public init?(cacheKeyBytes bytes: [UInt8]) {

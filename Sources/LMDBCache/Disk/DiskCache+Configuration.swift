@@ -38,6 +38,8 @@ extension DiskCache {
         /// file never shrinks by itself; see ``DiskCache/compact()``).
         public var freeSpaceLimit: Int?
         /// How often the trimming scheduler checks the limits (YYDiskCache's default: 60 s).
+        /// Intervals below 5 ms (zero and negative ones included) run every 5 ms; intervals above
+        /// 100 years (`.seconds(Int64.max)`) every 100 years.
         public var autoTrimInterval: Duration
         /// Whether each handle runs its own trimming scheduler (every ``autoTrimInterval``, until
         /// ``DiskCache/close()``). Set it to false when a ``CacheTrimmingService`` trims instead, or

@@ -71,7 +71,8 @@ extension DiskCache {
                 let totals = try Totals(txn, store.db.info)
                 statistics.recordedEntries = totals.count
                 statistics.storedBytes = totals.bytes
-                statistics.formatVersion = Int(try Totals.load(txn, store.db.info, Totals.formatKey))
+                // Read from the file: never trusted to fit (a damaged value shows as Int.max).
+                statistics.formatVersion = Int(clamping: try Totals.load(txn, store.db.info, Totals.formatKey))
                 try txn.forEach(store.db.records) { key, bytes in
                     statistics.entries += 1
                     guard let header = try? Record.validate(bytes, storedKey: Array(key)) else {

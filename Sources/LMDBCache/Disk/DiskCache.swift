@@ -75,13 +75,16 @@ public final class DiskCache: Sendable {
     /// Returns once the write is queued (``Durability/batched``) or committed and synced
     /// (``Durability/synchronous``). A later ``data(forKey:)`` returns `value` either way.
     ///
-    /// - Parameter expiresAfter: the entry is never returned after this long, read or not.
+    /// - Parameter expiresAfter: the entry is never returned after this long, read or not. Zero or
+    ///   negative: already expired, so never returned (it still replaces any value there). Any
+    ///   length works; one reaching past `UInt64.max` milliseconds never expires.
     /// - Throws: ``CacheError/invalidKey(reason:)`` for an empty key,
     ///   ``CacheError/valueTooLarge(size:limit:)`` when the record exceeds the cost limit or
     ///   256 MiB, ``CacheError/closed``, and in synchronous mode any write failure.
     public func setData(_ value: [UInt8], forKey key: [UInt8], expiresAfter: Duration? = nil) throws {
         let now = configuration.clock.milliseconds
-        try write(value, forKey: key, now: now, expires: expiresAfter.map { now + $0.milliseconds } ?? 0)
+        try write(
+            value, forKey: key, now: now, expires: expiresAfter.map { now.addingSaturating($0.milliseconds) } ?? 0)
     }
 
     /// Encodes and queues the record for `value`, written at `now` and expiring at `expires`
@@ -139,7 +142,7 @@ public final class DiskCache: Sendable {
             case .miss:
                 return nil
             case .hit(let value, let accessed, let expires, let record):
-                if now >= accessed + configuration.accessTimeGranularity.milliseconds, now > accessed {
+                if now >= accessed.addingSaturating(configuration.accessTimeGranularity.milliseconds), now > accessed {
                     store.recordAccess(storageKey, at: now, previous: accessed)
                 }
                 return (value, expires, record)
@@ -238,8 +241,7 @@ public final class DiskCache: Sendable {
     /// - Complexity: O(k log n) for k entries removed; done in transactions of at most 256 removals.
     public func trim(toAge age: Duration) throws {
         let now = configuration.clock.milliseconds
-        let cutoff = now >= age.milliseconds ? now - age.milliseconds : 0
-        try trim(DiskStore.TrimPlan(accessedBefore: cutoff))
+        try trim(DiskStore.TrimPlan(accessedBefore: now.subtractingSaturating(age.milliseconds)))
     }
 
     /// Removes expired entries only.
@@ -264,7 +266,7 @@ public final class DiskCache: Sendable {
                 let plan = DiskStore.TrimPlan(
                     count: limits.count.flatMap { totals.count > $0 ? targets.count : nil },
                     cost: limits.cost.flatMap { totals.bytes > $0 ? targets.cost : nil },
-                    accessedBefore: configuration.ageLimit.map { now > $0.milliseconds ? now - $0.milliseconds : 0 })
+                    accessedBefore: configuration.ageLimit.map { now.subtractingSaturating($0.milliseconds) })
                 return try store.env.writer.sync {
                     store.drain()
                     return try store.trim(plan, now: now)
@@ -360,24 +362,26 @@ public final class DiskCache: Sendable {
 
 // MARK: - String keys
 
+/// String keys are stored as their ``CacheKey`` bytes (the UTF-8 of their NFC form), as the
+/// two-tier cache stores them: canonically equal strings are one key, in either API.
 extension DiskCache {
-    /// Stores `value` under the UTF-8 bytes of `key`.
+    /// Stores `value` under `key`'s ``CacheKey/cacheKeyBytes`` (the UTF-8 of its NFC form).
     public func setData(_ value: [UInt8], forKey key: String, expiresAfter: Duration? = nil) throws {
-        try setData(value, forKey: Array(key.utf8), expiresAfter: expiresAfter)
+        try setData(value, forKey: key.cacheKeyBytes, expiresAfter: expiresAfter)
     }
 
-    /// The value stored under the UTF-8 bytes of `key`.
+    /// The value stored under `key`'s ``CacheKey/cacheKeyBytes`` (the UTF-8 of its NFC form).
     public func data(forKey key: String) throws -> [UInt8]? {
-        try data(forKey: Array(key.utf8))
+        try data(forKey: key.cacheKeyBytes)
     }
 
-    /// True when a live value is stored under the UTF-8 bytes of `key`.
+    /// True when a live value is stored under `key`'s ``CacheKey/cacheKeyBytes``.
     public func containsData(forKey key: String) throws -> Bool {
-        try containsData(forKey: Array(key.utf8))
+        try containsData(forKey: key.cacheKeyBytes)
     }
 
-    /// Removes the value stored under the UTF-8 bytes of `key`.
+    /// Removes the value stored under `key`'s ``CacheKey/cacheKeyBytes``.
     public func removeData(forKey key: String) throws {
-        try removeData(forKey: Array(key.utf8))
+        try removeData(forKey: key.cacheKeyBytes)
     }
 }

@@ -98,10 +98,12 @@ final class DiskStore: Sendable {
     /// True when opened only to inspect the store (`cache-dump`): nothing is ever written.
     let isReadOnly: Bool
 
-    /// Refuses a store written in a newer record format.
+    /// Refuses a store written in a newer record format. `stored` comes from the file: a damaged
+    /// value past `Int.max` is reported as `Int.max`.
     private func checkFormat(_ stored: UInt64) throws {
         if stored > UInt64(Record.formatVersion) {
-            throw CacheError.unsupportedFormat(path: path, found: Int(stored), supported: Int(Record.formatVersion))
+            throw CacheError.unsupportedFormat(
+                path: path, found: Int(clamping: stored), supported: Int(Record.formatVersion))
         }
     }
 

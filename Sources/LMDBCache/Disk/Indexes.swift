@@ -65,9 +65,18 @@ package struct Totals: Equatable, Sendable {
         self.bytes = bytes
     }
 
+    /// The totals stored in `info`. A stored value above `Int.max` cannot be a real count (the
+    /// file was damaged): it reads as 0, so the writer goes on (its sums stay far from overflow)
+    /// rather than trapping on every batch; the totals are then low until
+    /// `cache-dump verify --repair` recounts them.
     init(_ txn: some TransactionReading, _ info: Database) throws {
-        count = Int(try Self.load(txn, info, Self.countKey))
-        bytes = Int(try Self.load(txn, info, Self.bytesKey))
+        count = Self.plausible(try Self.load(txn, info, Self.countKey))
+        bytes = Self.plausible(try Self.load(txn, info, Self.bytesKey))
+    }
+
+    /// `stored` as an `Int`, or 0 when it does not fit (damage, not a count).
+    static func plausible(_ stored: UInt64) -> Int {
+        Int(exactly: stored) ?? 0
     }
 
     func save(_ txn: WriteTransaction, _ info: Database) throws {

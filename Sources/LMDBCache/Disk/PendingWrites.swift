@@ -15,9 +15,19 @@ struct DiskLimits: Sendable {
     /// The writing handle's clock, for the expiry the trim removes first.
     var clock: CacheClock
 
-    /// The count and cost a trim for these limits goes down to: ``lowWater`` of each limit.
+    /// The count and cost a trim for these limits goes down to: ``lowWater`` of each limit, never
+    /// above the limit itself (`Double(Int.max)` rounds up past `Int.max`, so a product at the top
+    /// of the range keeps the limit instead of converting).
     var lowWaterTargets: (count: Int?, cost: Int?) {
-        (count.map { Int(Double($0) * lowWater) }, cost.map { Int(Double($0) * lowWater) })
+        (count.map { Self.fraction(lowWater, of: $0) }, cost.map { Self.fraction(lowWater, of: $0) })
+    }
+
+    /// `fraction` (0 to 1; NaN counts as 1) of `limit`, rounded down, within `0...max(0, limit)`.
+    static func fraction(_ fraction: Double, of limit: Int) -> Int {
+        let limit = max(0, limit)
+        let product = Double(limit) * (fraction.isNaN ? 1 : min(max(fraction, 0), 1))
+        guard product < Double(limit) else { return limit }
+        return Int(product.rounded(.down))
     }
 
     func isExceeded(by totals: Totals) -> Bool {

@@ -72,7 +72,9 @@ struct LRUShard<Key: Hashable, Value> {
     @usableFromInline var oldest: Int32 = -1
     @usableFromInline var firstFree: Int32 = -1
     @usableFromInline var count = 0
-    @usableFromInline var cost = 0
+    /// 128 bits: entries may cost up to `Int.max` each (a cost limit of `.max` admits them), and
+    /// their sum must not trap.
+    @usableFromInline var cost: Int128 = 0
     @usableFromInline let limits: Limits
     @usableFromInline var statistics = ShardStatistics()
     /// Counts inserts and removals, so that the two-tier cache promotes a value read from disk
@@ -138,7 +140,7 @@ struct LRUShard<Key: Hashable, Value> {
             let i = Int(index)
             // Taken, not copied: the old value is released by the caller, after the lock.
             let old = nodes[i].value.take()!
-            self.cost += cost - nodes[i].cost
+            self.cost += Int128(cost) - Int128(nodes[i].cost)
             nodes[i].value = value
             nodes[i].cost = cost
             nodes[i].accessed = now
@@ -161,7 +163,7 @@ struct LRUShard<Key: Hashable, Value> {
             table.insert(tag: tag, node: index)
             pushNewest(index)
             count += 1
-            self.cost += cost
+            self.cost += Int128(cost)
         }
         enforceLimits(now: now, removed: &removed)
     }
@@ -212,7 +214,7 @@ struct LRUShard<Key: Hashable, Value> {
             let reason: RemovalReason
             if let countTarget, count > countTarget {
                 reason = .count
-            } else if let costTarget, cost > costTarget {
+            } else if let costTarget, cost > Int128(costTarget) {
                 reason = .cost
             } else if let accessedBefore, nodes[Int(oldest)].accessed < accessedBefore {
                 reason = .age
@@ -272,7 +274,9 @@ struct LRUShard<Key: Hashable, Value> {
         guard force || statistics.unreported >= ShardStatistics.reportBatch else { return nil }
         let report = ShardReport(
             hits: statistics.hits - statistics.reportedHits, misses: statistics.misses - statistics.reportedMisses,
-            count: count - statistics.reportedCount, cost: cost - statistics.reportedCost)
+            count: count - statistics.reportedCount,
+            // Within ±Int.max, so a metric can negate it.
+            cost: Int(clamping: min(max(cost - statistics.reportedCost, -Int128(Int.max)), Int128(Int.max))))
         statistics.unreported = 0
         statistics.reportedHits = statistics.hits
         statistics.reportedMisses = statistics.misses
@@ -291,7 +295,7 @@ struct LRUShard<Key: Hashable, Value> {
             let reason: RemovalReason
             if let limit = limits.count, count > limit {
                 reason = .count
-            } else if let limit = limits.cost, cost > limit {
+            } else if let limit = limits.cost, cost > Int128(limit) {
                 reason = .cost
             } else if let age = limits.age, Self.isIdle(accessed: nodes[Int(oldest)].accessed, age: age, now: now) {
                 reason = .age
@@ -332,7 +336,7 @@ struct LRUShard<Key: Hashable, Value> {
         table.remove(tag: nodes[i].tag, node: index)
         let entry = (nodes[i].key.take()!, nodes[i].value.take()!, reason)
         count -= 1
-        cost -= nodes[i].cost
+        cost -= Int128(nodes[i].cost)
         links[i].older = firstFree
         firstFree = index
         statistics.removals[reason.index] += 1
@@ -388,7 +392,7 @@ struct ShardStatistics {
     @usableFromInline var reportedHits = 0
     @usableFromInline var reportedMisses = 0
     @usableFromInline var reportedCount = 0
-    @usableFromInline var reportedCost = 0
+    @usableFromInline var reportedCost: Int128 = 0
 
     @inlinable
     init() {}

@@ -9,10 +9,13 @@ extension MemoryCache {
         /// Holds after every insert.
         public var costLimit: Int?
         /// Entries not read or written for this long are gone (YYCache's meaning): never returned,
-        /// evicted on the next insert into their shard or by trimming.
+        /// evicted on the next insert into their shard or by trimming. Any length works: past
+        /// `UInt64.max` milliseconds it counts as that (never, in practice).
         public var ageLimit: Duration?
         /// How often the trimming scheduler removes expired and idle entries (YYMemoryCache's
         /// default: 5 s). Count and cost need no scheduler: they hold after every insert.
+        /// Intervals below 5 ms (zero and negative ones included) run every 5 ms; intervals above
+        /// 100 years (`.seconds(Int64.max)`) every 100 years.
         public var autoTrimInterval: Duration
         /// Whether the cache runs its own trimming scheduler (every ``autoTrimInterval``, on a
         /// queue of its own, until the cache goes away). Set it to false when a
@@ -56,9 +59,12 @@ extension MemoryCache {
         }
 
         /// Shard `index`'s share of `limit`: equal parts, the remainder going to the first shards,
-        /// so the shares add up to the limit exactly.
+        /// so the shares add up to the limit exactly. A limit of `Int.max` is every shard's: it
+        /// means "any entry fits", and a shard's part of it would turn away an entry costing
+        /// `Int.max` (the totals, clamped to `Int.max`, still never pass it).
         static func share(of limit: Int?, shard index: Int, of count: Int) -> Int? {
             guard let limit else { return nil }
+            guard limit < .max else { return .max }
             let total = max(0, limit)
             return total / count + (index < total % count ? 1 : 0)
         }

@@ -100,6 +100,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// - Parameters:
     ///   - cost: counted against ``Configuration/costLimit``; nil uses the configured weigher, else 0.
     ///   - expiresAfter: the entry is never returned after this long, read or not (PINCache's TTL).
+    ///     Zero or negative: already expired, so never returned (it still replaces any value
+    ///     there). Any length works; one reaching past `UInt64.max` milliseconds never expires.
     /// - Complexity: O(1) expected, plus O(1) per entry evicted.
     @inlinable
     public func insert(_ value: Value, forKey key: Key, cost: Int? = nil, expiresAfter: Duration? = nil) {
@@ -246,7 +248,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// - Complexity: O(n) for the expiry scan, plus O(1) per removal.
     public func trim(toAge age: Duration) {
         let now = clock.milliseconds
-        let cutoff = now >= age.milliseconds ? now - age.milliseconds : 0
+        let cutoff = now.subtractingSaturating(age.milliseconds)
         forEachShard(now: now) { shard, _, now, removed in
             shard.trim(count: nil, cost: nil, accessedBefore: cutoff, now: now, removed: &removed)
         }
@@ -273,7 +275,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     func trimPass() -> Int {
         let now = clock.milliseconds
         let age = configuration.ageLimit?.milliseconds
-        let cutoff = age.map { now > $0 ? now - $0 : 0 }
+        let cutoff = age.map { now.subtractingSaturating($0) }
         var total = 0
         for index in 0..<shards.count {
             var start = 0
@@ -309,9 +311,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         (0..<shards.count).reduce(0) { total, index in total + shards.withLock(at: index) { $0.count } }
     }
 
-    /// The total cost of the entries, expired ones not yet removed included.
+    /// The total cost of the entries, expired ones not yet removed included; `Int.max` when the
+    /// sum is larger (entries may each cost up to `Int.max`).
     public var totalCost: Int {
-        (0..<shards.count).reduce(0) { total, index in total + shards.withLock(at: index) { $0.cost } }
+        Int(
+            clamping: (0..<shards.count).reduce(Int128(0)) { total, index in
+                total + shards.withLock(at: index) { $0.cost }
+            })
     }
 
     /// Hits, misses and removals by reason since the cache was created.
@@ -375,10 +381,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         if let report { metrics?.record(report) }
     }
 
-    /// `now` plus `duration` in milliseconds, saturating.
+    /// `now` plus `duration` in milliseconds, saturating; a negative `duration` gives `now`, which
+    /// has already expired.
     @inlinable
     static func deadline(_ now: UInt64, _ duration: Duration) -> UInt64 {
-        let (sum, overflow) = now.addingReportingOverflow(duration.milliseconds)
-        return overflow ? .max : sum
+        now.addingSaturating(duration.milliseconds)
     }
 }

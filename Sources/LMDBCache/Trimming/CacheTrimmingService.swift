@@ -58,6 +58,7 @@ public struct CacheTrimmingService<Key: CacheKey, Value: Sendable>: Service {
 
     /// Calls `body` every `interval` until the task is cancelled.
     private static func repeatEvery(_ interval: Duration, _ body: () -> Void) async {
+        let interval = TrimScheduler.effectiveInterval(interval)
         while true {
             do { try await Task.sleep(for: interval) } catch { return }
             body()

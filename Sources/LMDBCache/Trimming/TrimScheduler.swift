@@ -22,10 +22,7 @@ final class TrimScheduler: @unchecked Sendable {
         queue = DispatchQueue(label: "LMDBCache.TrimScheduler.\(tier.rawValue)")
         queue.setSpecific(key: key, value: ())
         timer = DispatchSource.makeTimerSource(queue: queue)
-        let nanoseconds = max(
-            1_000_000,
-            Int(interval.components.seconds) * 1_000_000_000
-                + Int(interval.components.attoseconds / 1_000_000_000))
+        let nanoseconds = Self.nanoseconds(of: Self.effectiveInterval(interval))
         timer.schedule(
             deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds),
             leeway: .nanoseconds(nanoseconds / 10))
@@ -37,6 +34,25 @@ final class TrimScheduler: @unchecked Sendable {
             completed.unlock()
         }
         timer.resume()
+    }
+
+    /// The shortest interval a scheduler runs at: a zero or negative interval would otherwise
+    /// run passes back to back.
+    static let minimumInterval = Duration.milliseconds(5)
+    /// The longest interval: about 100 years, so "never" (`.seconds(Int64.max)`) stays within what
+    /// the timer's deadline arithmetic can add to the current time.
+    static let maximumInterval = Duration.seconds(100 * 365 * 86_400)
+
+    /// `interval` raised to ``minimumInterval`` and lowered to ``maximumInterval``: what both
+    /// tiers' schedulers and ``CacheTrimmingService`` run at.
+    static func effectiveInterval(_ interval: Duration) -> Duration {
+        min(max(interval, minimumInterval), maximumInterval)
+    }
+
+    /// Whole nanoseconds of an interval within the bounds above (well inside `Int`).
+    private static func nanoseconds(of interval: Duration) -> Int {
+        let (seconds, attoseconds) = interval.components
+        return Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
     }
 
     /// Stops the timer and waits for a running pass to end (unless called from the pass itself).

@@ -54,6 +54,8 @@ struct FuzzRegressionTests {
         ("503 bytes (longest direct key)", [UInt8](repeating: 7, count: StorageKey.directLimit)),
         ("504 bytes (shortest digested key)", [UInt8](repeating: 7, count: StorageKey.directLimit + 1)),
         ("10,000 bytes", sampleBytes(count: 10_000, compressible: false)),
+        ("not in NFC (e and a combining acute)", Array("cafe\u{301}".utf8)),
+        ("Hangul jamo, composed by NFC", Array("\u{1112}\u{1161}\u{11AB}".utf8)),
     ]
 
     @Test("the key codec's checks hold on hand-written edge cases", arguments: keyInputs)
