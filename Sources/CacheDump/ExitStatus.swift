@@ -1,3 +1,4 @@
+import Glibc
 import LMDBCache
 
 /// The exit statuses of `cache-dump`, one per kind of outcome (the README lists them).
@@ -45,6 +46,21 @@ public struct DumpFailure: Error, CustomStringConvertible, Sendable {
         if let failure = error as? DumpFailure { return failure }
         guard let cacheError = error as? CacheError else {
             return DumpFailure(.failure, "\(error)")
+        }
+        // Codes LMDB returns when a damaged page sends it astray while it works (the store opened
+        // fine): EFAULT, a page pointing outside the map handed to the kernel (mdb_env_copy2
+        // writing pages out); MDB_INCOMPATIBLE (-30784), a node whose flags say it is another
+        // kind of database. In a sound store neither arises from what cache-dump asks.
+        if case .lmdb(let code, let operation, let message) = cacheError, code == EFAULT || code == -30_784 {
+            return DumpFailure(
+                .damaged, "damaged store: \(operation) met a page that is not what it should be (\(message))")
+        }
+        // MDB_CURSOR_FULL and MDB_PAGE_FULL (the library words them as below): a tree deeper than
+        // LMDB's 32 levels or a page whose sizes overflow it, which only a damaged page makes.
+        if case .resourceExhausted(let resource, let operation) = cacheError, resource.contains("page or cursor stack")
+        {
+            return DumpFailure(
+                .damaged, "damaged store: \(operation) met a page that is not what it should be (\(resource))")
         }
         let status: ExitStatus
         switch cacheError {

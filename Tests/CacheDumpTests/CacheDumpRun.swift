@@ -8,6 +8,8 @@ import Testing
 /// wrote. Output goes through files, so a large export cannot fill a pipe and stall.
 struct CacheDumpRun {
     let status: Int32
+    /// The signal that ended it, if one did (then `status` is the signal's number).
+    let signal: Int32?
     let output: [UInt8]
     let errorText: String
 
@@ -32,6 +34,7 @@ struct CacheDumpRun {
         try process.run()
         process.waitUntilExit()
         status = process.terminationStatus
+        signal = process.terminationReason == .uncaughtSignal ? process.terminationStatus : nil
         output = [UInt8](try Data(contentsOf: paths[1]))
         errorText = String(decoding: try Data(contentsOf: paths[2]), as: UTF8.self)
     }

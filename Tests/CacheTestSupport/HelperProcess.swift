@@ -14,11 +14,15 @@ public final class HelperProcess: @unchecked Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name)
     }
 
-    /// Starts `executable` (the test helper by default) with `arguments`.
-    public init(_ arguments: [String], executable: String = "cache-test-helper") throws {
+    /// Starts `executable` (the test helper by default) with `arguments`, and `environment`
+    /// instead of this process's when given.
+    public init(
+        _ arguments: [String], executable: String = "cache-test-helper", environment: [String: String]? = nil
+    ) throws {
         process = Process()
         process.executableURL = Self.executable(executable)
         process.arguments = arguments
+        if let environment { process.environment = environment }
         output = Pipe()
         process.standardOutput = output
         errorOutput = Pipe()

@@ -38,6 +38,9 @@
 //       opens each crash state DIR (its confirmed operation count in DIR/confirmed), reads every
 //       key and prints "state DIR OUTCOME held H missing M wrong W", OUTCOME being held,
 //       setaside, missing, wrong or error (a crash is a signal the test counts)
+//   cache-test-helper faults DIR [address-space]
+//       open, write, flush, read, compact, trim, close, one line per step's outcome (FaultScenario);
+//       run with the inject-faults interposer preloaded, or with its address space capped
 import CacheTestSupport
 import Foundation
 import LMDBCache
@@ -210,6 +213,9 @@ do {
             }
             FileHandle.standardOutput.write(Data((line + "\n").utf8))
         }
+    case "faults":
+        FaultScenario.run(
+            directory: directory, limitAddressSpace: arguments.count > 3 && arguments[3] == "address-space")
     case "hold":
         let disk = try DiskCache(directory: directory)
         _ = disk.totalCount

@@ -12,10 +12,12 @@ struct Clear: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let disk = try CacheDirectory.openForWriting(common.path)
-            defer { disk.close() }
-            let count = disk.totalCount
             if !yes {
+                // Asked before anything opens the store for writing: a declined clear changes
+                // nothing (a writing open would upgrade the format and touch the lock file).
+                let reader = try CacheDirectory.openForReading(common.path)
+                let count = reader.totalCount
+                reader.close()
                 FileHandle.standardError.write(
                     Data(
                         "Remove all \(OutputFormatting.count(count, "entry", "entries")) from \(common.path)? [y/N] "
@@ -25,6 +27,9 @@ struct Clear: ParsableCommand {
                     throw DumpFailure(.cancelled, "nothing removed")
                 }
             }
+            let disk = try CacheDirectory.openForWriting(common.path)
+            defer { disk.close() }
+            let count = disk.totalCount
             try disk.removeAll()
             Console.write("removed \(OutputFormatting.count(count, "entry", "entries"))\n")
             return .success

@@ -2,6 +2,7 @@ import CLMDB
 import Foundation
 import Glibc
 import Logging
+import Synchronization
 
 /// What to do when the store's file turns out to be damaged on open.
 public enum DamagedStorePolicy: Sendable {
@@ -38,6 +39,9 @@ final class Environment: @unchecked Sendable {
     /// Set, under the exclusive resize lock, when `env` was closed and could not be opened again
     /// (a compaction's reopen failed): every later call throws it instead of touching `env`.
     private var unusable: CacheError?
+    /// Set when adopting a map another process grew failed: the next `MDB_MAP_RESIZED` is
+    /// thrown as a clear error instead of adopting again, so a read or write cannot loop.
+    private let adoptionFailed = Atomic<Bool>(false)
     private let options: Options
     private let resizeLock = ReadWriteLock()
     private let logger: Logger
@@ -174,12 +178,12 @@ final class Environment: @unchecked Sendable {
             let code = mdb_txn_renew(idle.pointer)
             if code == MDB_SUCCESS { return idle.pointer }
             mdb_txn_abort(idle.pointer)
-            if code == MDB_MAP_RESIZED { throw MapResized() }
+            if code == MDB_MAP_RESIZED { throw mapResized("reading the store") }
             try LMDBStatus.check(code, "mdb_txn_renew", path: path)
         }
         var txn: OpaquePointer?
         let code = mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn)
-        if code == MDB_MAP_RESIZED { throw MapResized() }
+        if code == MDB_MAP_RESIZED { throw mapResized("reading the store") }
         try LMDBStatus.check(code, "mdb_txn_begin(read)", path: path)
         return txn!
     }
@@ -203,6 +207,7 @@ final class Environment: @unchecked Sendable {
             let begin = mdb_txn_begin(env, nil, 0, &txn)
             if begin == MDB_MAP_RESIZED {
                 resizeLock.unlockShared()
+                if let failure = mapResized("writing to the store") as? CacheError { throw failure }
                 adoptGrownMap()
                 continue
             }
@@ -333,7 +338,14 @@ final class Environment: @unchecked Sendable {
             try LMDBStatus.check(
                 mdb_env_set_mapsize(created, options.initialMapSize), "mdb_env_set_mapsize", path: directory)
             let access = options.readOnly ? MDB_RDONLY : 0
-            let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags | access)
+            // A read-only open creates nothing, but LMDB creates a missing lock.mdb even with
+            // MDB_RDONLY. Every open that can write creates lock.mdb and nothing deletes it, so
+            // without one no process has the store open and there is no reader table to join:
+            // MDB_NOLOCK reads without one. A writer starting meanwhile cannot see this reader and
+            // may reuse pages it reads: the reader may then meet damage, never change the store.
+            let flags = UInt32(
+                MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags | access
+                    | (options.readOnly && Glibc.access(directory + "/lock.mdb", F_OK) != 0 ? MDB_NOLOCK : 0))
             try LMDBStatus.check(mdb_env_open(created, directory, flags, 0o600), "mdb_env_open", path: directory)
             // Read-only opens never write; pages past a short file's end are free pages, which
             // reads through the tree do not reach.
@@ -458,22 +470,80 @@ final class Environment: @unchecked Sendable {
     /// Another process grew the map: take its size (no transaction of ours may be active).
     private func adoptGrownMap() {
         resizeLock.withExclusiveLock {
+            guard unusable == nil else { return }
+            let previous = currentMapSize
             let code = mdb_env_set_mapsize(env, 0)
-            if code != MDB_SUCCESS {
-                logger.error("LMDBCache could not adopt a grown map", metadata: ["path": "\(path)", "code": "\(code)"])
+            if code == MDB_SUCCESS {
+                adoptionFailed.store(false, ordering: .releasing)
+                return
             }
+            logger.error(
+                "LMDBCache could not adopt a grown map",
+                metadata: ["path": "\(path)", "code": "\(code)", "reason": "\(errnoText(code))"])
+            // EINVAL (a transaction active) is refused before LMDB unmaps anything.
+            if code != EINVAL { recoverMap(previousSize: previous, failure: code) }
+            adoptionFailed.store(true, ordering: .releasing)
         }
+    }
+
+    /// What `MDB_MAP_RESIZED` means now: adopt the grown map and retry (``MapResized``), or, right
+    /// after adopting failed, a clear error (the flag is consumed, so a later call tries again).
+    private func mapResized(_ operation: String) -> any Error {
+        guard adoptionFailed.exchange(false, ordering: .acquiringAndReleasing) else { return MapResized() }
+        return CacheError.resourceExhausted(
+            resource: "address space to map the store at the size another process grew it to", operation: operation)
     }
 
     private func grow(attempt: Int) throws {
         guard attempt <= Self.maxGrowthsPerWrite else { throw CacheError.diskFull(path: path) }
         try resizeLock.withExclusiveLock {
+            if let unusable { throw unusable }
             let current = currentMapSize
             // Double while small, then grow by 1 GiB at a time.
             let next = current + min(max(current, 16 << 20), 1 << 30)
-            try LMDBStatus.check(mdb_env_set_mapsize(env, next), "mdb_env_set_mapsize", path: path)
+            let code = mdb_env_set_mapsize(env, next)
+            // EINVAL (a transaction active) is refused before LMDB unmaps anything.
+            if code == EINVAL { throw LMDBStatus.error(code, "mdb_env_set_mapsize", path: path) }
+            guard code == MDB_SUCCESS else {
+                logger.error(
+                    "LMDBCache could not grow its map",
+                    metadata: [
+                        "path": "\(path)", "from": "\(current)", "to": "\(next)", "reason": "\(errnoText(code))",
+                    ])
+                recoverMap(previousSize: current, failure: code)
+                // The write needs a bigger map and cannot have one: as good as a full disk.
+                throw CacheError.diskFull(path: path)
+            }
             logger.debug(
                 "LMDBCache grew its map", metadata: ["path": "\(path)", "from": "\(current)", "to": "\(next)"])
+        }
+    }
+
+    /// Makes the environment usable again after `mdb_env_set_mapsize` failed. Call under the
+    /// exclusive resize lock.
+    ///
+    /// LMDB unmaps the old map before mapping the new size; when mapping fails (`mmap` ENOMEM
+    /// under an address-space limit) it keeps no map, its meta pointers still point into the
+    /// freed one, and a later resize only records the size without mapping. So the environment
+    /// is closed and opened again at the size that was mapped before (the data fits it). When
+    /// that fails too, `env` stays closed and ``unusable`` makes every later call throw.
+    private func recoverMap(previousSize: Int, failure code: Int32) {
+        abortIdleReaders()
+        mdb_env_close(env)
+        var reopening = options
+        reopening.initialMapSize = previousSize
+        do {
+            env = try Self.openEnvironment(path, reopening).env
+            logger.info("LMDBCache mapped its store again at the previous size", metadata: ["path": "\(path)"])
+        } catch {
+            unusable = CacheError.resourceExhausted(
+                resource:
+                    "address space for the store's memory map (mapping it failed: \(errnoText(code)); "
+                    + "opening it again failed: \(error)); close the cache and open it again",
+                operation: "using the store at \(path)")
+            logger.error(
+                "LMDBCache cannot map its store; every call fails until it is opened again",
+                metadata: ["path": "\(path)", "reason": "\(error)"])
         }
     }
 

@@ -1,0 +1,119 @@
+import CLMDB
+import CacheTestSupport
+import Foundation
+import Testing
+
+@testable import LMDBCache
+
+/// One fault: which call fails, with which error, at which of its calls.
+struct InjectedFault: Sendable, CustomTestStringConvertible {
+    var call: FaultInjectionLibrary.Call
+    var error: Int32
+    var errorName: String
+    /// "N" fails the Nth call; "N+" that one and every later one.
+    var occurrence: String
+
+    var testDescription: String { "\(call.rawValue) \(errorName) at call \(occurrence)" }
+}
+
+/// How a `cache-test-helper faults` run ended.
+struct FaultScenarioOutcome {
+    var lines: [String]
+    var status: Int32
+    var signal: Int32?
+    var errors: String
+
+    /// "STEP ok" / "STEP error CASE: …" / "read hits …", one per step.
+    var summary: String {
+        lines.map { line in
+            guard let colon = line.firstIndex(of: ":"), line.contains(" error ") else { return line }
+            return String(line[..<colon])
+        }.joined(separator: "; ")
+    }
+
+    /// Runs the scenario on `directory` in a helper process with `environment`.
+    init(directory: TemporaryDirectory, arguments: [String] = [], environment: [String: String]? = nil) throws {
+        let helper = try HelperProcess(["faults", directory.path] + arguments, environment: environment)
+        var lines: [String] = []
+        while let line = helper.readLine() { lines.append(line) }
+        self.lines = lines
+        errors = helper.errorText()
+        status = helper.wait()
+        signal = helper.terminatingSignal()
+    }
+}
+
+@Suite("Reliability: LMDB and system calls failing at the C boundary", .serialized)
+struct FaultInjectionTests {
+    /// The matrix: every call the interposer reaches, with the errors it can really return.
+    static let faults: [InjectedFault] = [
+        // The growth of the map (the first call sets the size before the store is opened).
+        InjectedFault(call: .setMapSize, error: ENOMEM, errorName: "ENOMEM", occurrence: "2"),
+        InjectedFault(call: .setMapSize, error: ENOMEM, errorName: "ENOMEM", occurrence: "2+"),
+        InjectedFault(call: .transactionCommit, error: EIO, errorName: "EIO", occurrence: "8"),
+        InjectedFault(call: .transactionCommit, error: ENOSPC, errorName: "ENOSPC", occurrence: "8"),
+        InjectedFault(call: .transactionCommit, error: EIO, errorName: "EIO", occurrence: "8+"),
+        InjectedFault(
+            call: .transactionBegin, error: MDB_READERS_FULL, errorName: "MDB_READERS_FULL", occurrence: "20"),
+        InjectedFault(
+            call: .transactionBegin, error: MDB_READERS_FULL, errorName: "MDB_READERS_FULL", occurrence: "20+"),
+        InjectedFault(call: .environmentCopy, error: EIO, errorName: "EIO", occurrence: "1"),
+        InjectedFault(call: .environmentCopy, error: ENOSPC, errorName: "ENOSPC", occurrence: "1"),
+        InjectedFault(call: .rename, error: EIO, errorName: "EIO", occurrence: "1"),
+        InjectedFault(call: .rename, error: EXDEV, errorName: "EXDEV", occurrence: "1"),
+        InjectedFault(call: .fdatasync, error: EIO, errorName: "EIO", occurrence: "2"),  // while opening
+        InjectedFault(call: .fdatasync, error: EIO, errorName: "EIO", occurrence: "10"),
+        InjectedFault(call: .fdatasync, error: ENOSPC, errorName: "ENOSPC", occurrence: "10+"),
+        InjectedFault(call: .statvfs, error: EIO, errorName: "EIO", occurrence: "1+"),
+    ]
+
+    /// Checks what every faulted run must show, and that the store is sound afterwards.
+    static func expectContained(_ outcome: FaultScenarioOutcome, in directory: TemporaryDirectory, _ label: String)
+        throws
+    {
+        #expect(
+            outcome.signal == nil, "\(label): died of signal \(outcome.signal ?? 0): \(outcome.errors.suffix(1_500))")
+        #expect(outcome.status == 0, "\(label): exit status \(outcome.status): \(outcome.errors.suffix(1_500))")
+        #expect(outcome.lines.last == "done", "\(label): the scenario did not finish: \(outcome.lines)")
+        #expect(!outcome.lines.contains { $0.contains(" unexpected ") }, "\(label): an error that is not a CacheError")
+        let read = outcome.lines.first { $0.hasPrefix("read ") }
+        #expect(read?.hasSuffix(" wrong 0") ?? true, "\(label): a wrong value was read: \(read ?? "")")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(!names.contains { $0.hasPrefix("data.mdb.damaged") }, "\(label): the store was set aside")
+        let problems = try StoreCheck.problems(at: directory.url)
+        #expect(problems.isEmpty, "\(label): the store does not open clean: \(problems)")
+    }
+
+    @Test(
+        "a failing LMDB or system call gives a clear CacheError, never a crash, and the store opens clean",
+        arguments: faults)
+    func failingCallIsContained(fault: InjectedFault) throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let environment = try FaultInjectionLibrary.environment(
+            call: fault.call, error: fault.error, occurrence: fault.occurrence)
+        let outcome = try FaultScenarioOutcome(directory: directory, environment: environment)
+        #expect(
+            outcome.errors.contains("inject-faults: injected \(fault.call.rawValue)"),
+            "the fault was never injected: \(outcome.errors.suffix(500))")
+        print("fault matrix: \(fault.testDescription) -> \(outcome.summary)")
+        try Self.expectContained(outcome, in: directory, fault.testDescription)
+    }
+
+    @Test(
+        "a map that cannot grow under an address-space limit (prlimit --as): the write gets diskFull, reads keep working"
+    )
+    func mapGrowthFailsUnderAddressSpaceLimit() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let outcome = try FaultScenarioOutcome(directory: directory, arguments: ["address-space"])
+        print("address-space limit -> \(outcome.summary)")
+        try #require(outcome.lines.contains { $0.hasPrefix("address space limited to ") }, "\(outcome.lines)")
+        #expect(
+            outcome.lines.contains { $0.hasPrefix("write error diskFull") },
+            "the write that needed a bigger map gets diskFull: \(outcome.lines)")
+        let read = try #require(outcome.lines.first { $0.hasPrefix("read ") })
+        #expect(!read.hasPrefix("read hits 0 "), "values written before the failure are read back: \(read)")
+        try Self.expectContained(outcome, in: directory, "address-space limit")
+    }
+}
