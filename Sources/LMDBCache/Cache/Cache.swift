@@ -179,22 +179,34 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         let bytes = key.cacheKeyBytes
         let replacesDiskOnly =
             listener != nil && !memory.contains(key) && (try? disk.containsData(forKey: bytes)) == true
-        // The codec and the weigher are user code: run them before taking the key's lock.
+        // The codec and the weigher are user code, and compression is the costly half of a disk
+        // write: all run before taking the key's lock.
         var diskFailure: (any Error)?
-        var encoded: [UInt8] = []
+        var encodedCount = 0
+        var prepared: DiskCache.PreparedWrite?
         do {
-            encoded = try codec.encode(value)
-        } catch let error as CacheError {
-            diskFailure = error
+            let encoded: [UInt8]
+            do {
+                encoded = try codec.encode(value)
+            } catch let error as CacheError {
+                throw error
+            } catch {
+                throw CacheError.codecFailed(operation: "encode", reason: "\(error)")
+            }
+            encodedCount = encoded.count
+            let now = disk.configuration.clock.milliseconds
+            prepared = try disk.prepareWrite(
+                encoded, forKey: bytes, now: now,
+                expires: expiresAfter.map { now.addingSaturating($0.milliseconds) } ?? 0)
         } catch {
-            diskFailure = CacheError.codecFailed(operation: "encode", reason: "\(error)")
+            diskFailure = error
         }
-        let memoryCost = cost ?? configuration.memory.weigher?(value) ?? encoded.count
+        let memoryCost = cost ?? configuration.memory.weigher?(value) ?? encodedCount
         var diskReplaced = false
         let (removed, report) = writeLocks.withLock(for: key) {
             do {
-                if let diskFailure { throw diskFailure }
-                try disk.setData(encoded, forKey: bytes, expiresAfter: expiresAfter)
+                guard let prepared else { throw diskFailure ?? CacheError.closed }
+                try disk.enqueue(prepared)
                 diskReplaced = replacesDiskOnly
             } catch {
                 diskFailure = error

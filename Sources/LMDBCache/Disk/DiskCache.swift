@@ -90,23 +90,42 @@ public final class DiskCache: Sendable {
     /// Encodes and queues the record for `value`, written at `now` and expiring at `expires`
     /// (milliseconds since 1970, 0 for never).
     func write(_ value: [UInt8], forKey key: [UInt8], now: UInt64, expires: UInt64) throws {
+        try enqueue(try prepareWrite(value, forKey: key, now: now, expires: expires))
+    }
+
+    /// A record encoded (and compressed) for a key, ready to queue.
+    struct PreparedWrite: Sendable {
+        fileprivate let key: StorageKey
+        fileprivate let record: [UInt8]
+    }
+
+    /// Encodes the record for `value` without touching the store: the costly half of a write,
+    /// which the two-tier cache does before it takes the key's lock.
+    ///
+    /// - Throws: ``CacheError/invalidKey(reason:)``, ``CacheError/valueTooLarge(size:limit:)``.
+    func prepareWrite(_ value: [UInt8], forKey key: [UInt8], now: UInt64, expires: UInt64) throws -> PreparedWrite {
+        let storageKey = try StorageKey(key)
+        guard value.count <= Record.maxValueSize else {
+            throw CacheError.valueTooLarge(size: value.count, limit: Record.maxValueSize)
+        }
+        let record = value.withUnsafeBytes { bytes in
+            Record.encode(
+                value: bytes, key: storageKey, now: now, expires: expires,
+                threshold: configuration.compressionThreshold,
+                level: Int32(configuration.compressionLevel))
+        }
+        let cost = Totals.cost(keyLength: storageKey.bytes.count, recordLength: record.count)
+        if let limit = configuration.costLimit, cost > limit {
+            throw CacheError.valueTooLarge(size: cost, limit: limit)
+        }
+        return PreparedWrite(key: storageKey, record: record)
+    }
+
+    /// Queues a prepared write (in synchronous mode, returns once it is committed and synced).
+    func enqueue(_ write: PreparedWrite) throws {
         try withStore { store in
-            let storageKey = try StorageKey(key)
-            guard value.count <= Record.maxValueSize else {
-                throw CacheError.valueTooLarge(size: value.count, limit: Record.maxValueSize)
-            }
-            let record = value.withUnsafeBytes { bytes in
-                Record.encode(
-                    value: bytes, key: storageKey, now: now, expires: expires,
-                    threshold: configuration.compressionThreshold,
-                    level: Int32(configuration.compressionLevel))
-            }
-            let cost = Totals.cost(keyLength: storageKey.bytes.count, recordLength: record.count)
-            if let limit = configuration.costLimit, cost > limit {
-                throw CacheError.valueTooLarge(size: cost, limit: limit)
-            }
             try store.enqueue(
-                storageKey, .set(record: record), limits: limits,
+                write.key, .set(record: write.record), limits: limits,
                 synchronous: configuration.durability == .synchronous,
                 maxPendingBytes: configuration.maxPendingBytes)
         }

@@ -266,6 +266,19 @@ final class Environment: @unchecked Sendable {
         guard chmod(temporary + "/" + StoreFiles.data, 0o600) == 0 else {
             throw CacheError.directoryUnavailable(path: temporary, reason: "cannot restrict the copy: \(errnoText())")
         }
+        do {
+            try swapInCompactedCopy(from: temporary)
+        } catch {
+            if syncedSnapshot != nil { try? sync() }
+            throw error
+        }
+        // The record named the old file; pin and record the compacted one.
+        try sync()
+    }
+
+    /// The exclusive part of ``compactInPlace()``: closes the environment, renames the copy over
+    /// the data file unless another process has it open, and opens the environment again.
+    private func swapInCompactedCopy(from temporary: String) throws {
         try resizeLock.withExclusiveLock {
             abortIdleReaders()
             syncedSnapshot?.release()
@@ -273,7 +286,9 @@ final class Environment: @unchecked Sendable {
             // With this process's environment closed, LMDB's lock shows openers the presence
             // lock missed: the old file stays, as the copy would lose their writes or the store.
             let openElsewhere = ProcessPresence.lmdbOpenElsewhere(directory: path)
-            if syncedSnapshot != nil && !openElsewhere { SyncedSnapshot.forget(directory: path) }
+            // The pin went with the environment: the record must not outlive it, whether or not
+            // the file is swapped (the sync after this block records and pins again).
+            if syncedSnapshot != nil { SyncedSnapshot.forget(directory: path) }
             let swapped =
                 !openElsewhere && rename(temporary + "/" + StoreFiles.data, path + "/" + StoreFiles.data) == 0
             let renameFailure = swapped || openElsewhere ? "" : errnoText()
@@ -294,8 +309,6 @@ final class Environment: @unchecked Sendable {
                     path: path, reason: "cannot swap in the compacted file: \(renameFailure)")
             }
         }
-        // The record named the old file; pin and record the compacted one.
-        try sync()
     }
 
     /// Removes what a crashed compaction left at `folder`: the folder with the copy and its lock
@@ -529,6 +542,12 @@ final class Environment: @unchecked Sendable {
     /// that fails too, `env` stays closed and ``unusable`` makes every later call throw.
     private func recoverMap(previousSize: Int, failure code: Int32) {
         abortIdleReaders()
+        // The pin is a transaction of the environment about to close. Until the next sync pins
+        // again, the recorded snapshot's pages may be reused: its record must not be applied.
+        if let syncedSnapshot {
+            syncedSnapshot.release()
+            SyncedSnapshot.forget(directory: path)
+        }
         mdb_env_close(env)
         var reopening = options
         reopening.initialMapSize = previousSize
