@@ -50,14 +50,19 @@ struct CrossProcessScheduleTests {
         #expect(try reopened.data(forKey: "other-49") != nil)
     }
 
-    @Test("a damaged store is not set aside while another process has it open")
-    func noSetAsideUnderAnotherProcess() throws {
+    @Test(
+        "a damaged store is not set aside while another process has it open, read-only without processes.lock too",
+        arguments: ["hold", "hold-readonly"])
+    func noSetAsideUnderAnotherProcess(holderMode: String) throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let writer = try HelperProcess(["write", dir.path, "k", "3000"])
         #expect(writer.readLine() == "done 3000")
         #expect(writer.wait() == 0)
-        let holder = try HelperProcess(["hold", dir.path])
+        // A read-only open takes no presence lock on a store without the file (copied without
+        // it, say): LMDB's own lock must still keep the file in place.
+        if holderMode == "hold-readonly" { #expect(unlink(dir.path + "/processes.lock") == 0) }
+        let holder = try HelperProcess([holderMode, dir.path])
         defer { holder.kill() }
         #expect(holder.readLine() == "open")
         // Cut the file to its meta pages: the probe on open finds the tree's pages missing.
@@ -70,6 +75,51 @@ struct CrossProcessScheduleTests {
         }
         let names = try FileManager.default.contentsOfDirectory(atPath: dir.path)
         #expect(!names.contains { $0.hasPrefix("data.mdb.damaged") }, "\(names)")
+    }
+
+    @Test("compaction refuses while a read-only process has the store open, even without processes.lock")
+    func compactionRefusesBesideReadOnlyOpenWithoutPresenceFile() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let writer = try HelperProcess(["write", dir.path, "k", "300"])
+        #expect(writer.readLine() == "done 300")
+        #expect(writer.wait() == 0)
+        // A store copied without its lock files, or cleaned by hand: a read-only open (cache-dump)
+        // creates nothing, so it holds no presence lock at all.
+        #expect(unlink(dir.path + "/processes.lock") == 0)
+        let reader = try HelperProcess(["hold-readonly", dir.path])
+        defer { reader.kill() }
+        #expect(reader.readLine() == "open")
+        let disk = try DiskCache(directory: dir.url)
+        defer { disk.close() }
+        #expect {
+            try disk.compact()
+        } throws: { error in
+            guard case CacheError.storeInUse = error else { return false }
+            return true
+        }
+        #expect(disk.totalCount == 300)
+    }
+
+    @Test("compaction refuses while another process has the store open, even after processes.lock was replaced")
+    func compactionRefusesAfterPresenceFileReplaced() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let holder = try HelperProcess(["hold", dir.path])
+        defer { holder.kill() }
+        #expect(holder.readLine() == "open")
+        // The holder's lock is on the unlinked inode; this process creates and locks a new one.
+        #expect(unlink(dir.path + "/processes.lock") == 0)
+        let disk = try DiskCache(directory: dir.url)
+        defer { disk.close() }
+        try disk.setData([1, 2, 3], forKey: "k")
+        #expect {
+            try disk.compact()
+        } throws: { error in
+            guard case CacheError.storeInUse = error else { return false }
+            return true
+        }
+        #expect(try disk.data(forKey: "k") == [1, 2, 3])
     }
 
     @Test("a closed handle that is still referenced does not count as a process on the store")
