@@ -28,6 +28,7 @@ struct CacheDumpRun {
         let process = Process()
         process.executableURL = HelperProcess.executable("cache-dump")
         process.arguments = arguments
+        process.environment = Self.environment
         process.standardInput = try FileHandle(forReadingFrom: paths[0])
         process.standardOutput = try FileHandle(forWritingTo: paths[1])
         process.standardError = try FileHandle(forWritingTo: paths[2])
@@ -38,6 +39,18 @@ struct CacheDumpRun {
         output = [UInt8](try Data(contentsOf: paths[1]))
         errorText = String(decoding: try Data(contentsOf: paths[2]), as: UTF8.self)
     }
+
+    /// This process's environment, with a sanitizer build's own handling of SIGSEGV and SIGBUS
+    /// turned off: its report and exit status would hide the signal that cache-dump's parent
+    /// process must see from its child, as it does in a plain build.
+    static let environment: [String: String] = {
+        var environment = ProcessInfo.processInfo.environment
+        for name in ["TSAN_OPTIONS", "ASAN_OPTIONS"] {
+            let options = environment[name].map { $0 + ":" } ?? ""
+            environment[name] = options + "handle_segv=0:handle_sigbus=0"
+        }
+        return environment
+    }()
 
     /// The standard output parsed as JSON.
     func json() throws -> Any {
