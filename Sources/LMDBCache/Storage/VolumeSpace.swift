@@ -7,7 +7,9 @@ enum VolumeSpace {
     static func available(at path: String) -> Int? {
         var info = statvfs()
         guard statvfs(path, &info) == 0 else { return nil }
-        return Int(info.f_bavail) * Int(info.f_frsize)
+        // Values from the kernel, but a FUSE or network file system makes them up: saturate.
+        let (bytes, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
+        return overflow ? Int.max : Int(clamping: bytes)
     }
 
     /// True when the volume holding `path` has less than 1 MiB available to the store.
