@@ -64,7 +64,8 @@ extension Environment {
         var free = 0
         try read { txn in
             // Each free-list value is an ID list: a count, then that many page numbers.
-            try txn.forEach(Database(handle: 0)) { _, value in
+            // The free list's keys are native integers (MDB_INTEGERKEY), not in byte order.
+            try txn.forEach(Database(handle: 0), bytewiseOrdered: false) { _, value in
                 if value.count >= MemoryLayout<Int>.size {
                     free += value.loadUnaligned(as: Int.self)
                 }

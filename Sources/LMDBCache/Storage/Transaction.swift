@@ -34,8 +34,12 @@ extension TransactionReading {
 
     /// Calls `body` with each entry in key order, starting at the first key not less than `start`,
     /// until it returns false.
+    ///
+    /// - Parameter bytewiseOrdered: the database compares keys as bytes (every database of the
+    ///   store; not LMDB's free list): a key that does not follow the one before throws
+    ///   ``CacheError/damagedStore(path:reason:)``, so a walk over damaged pages ends.
     func forEach(
-        _ database: Database, from start: [UInt8]? = nil,
+        _ database: Database, from start: [UInt8]? = nil, bytewiseOrdered: Bool = true,
         _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
         var cursor: OpaquePointer?
@@ -52,10 +56,25 @@ extension TransactionReading {
         } else {
             code = mdb_cursor_get(cursor, &k, &v, MDB_FIRST)
         }
+        // LMDB returns keys in increasing order; on damaged pages a cursor can go back or cycle
+        // (a walk that never ends), so each key must follow the one before (or the start).
+        var previous: [UInt8] = []
+        var isFirst = true
         while code == MDB_SUCCESS {
             let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
             let value = UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+            let inOrder =
+                !bytewiseOrdered || isFirst
+                ? start.map { !key.lexicographicallyPrecedes($0) } ?? true
+                : previous.lexicographicallyPrecedes(key)
+            guard inOrder else {
+                throw CacheError.damagedStore(
+                    path: path, reason: "a database's keys are out of order: its pages are damaged")
+            }
             if try !body(key, value) { return }
+            previous.removeAll(keepingCapacity: true)
+            previous.append(contentsOf: key)
+            isFirst = false
             code = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
         }
         if code != MDB_NOTFOUND { try LMDBStatus.check(code, "mdb_cursor_get", path: path) }
