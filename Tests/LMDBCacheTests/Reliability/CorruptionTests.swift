@@ -154,6 +154,47 @@ struct CorruptionTests {
         #expect(try disk.data(forKey: "key-B") == Array("the value of key-B".utf8))
     }
 
+    /// LMDB does not check that a page's keys are sorted; on damaged pages its cursor can go back
+    /// and cycle for ever. Swapping two stored keys of one length in the file puts a leaf page
+    /// out of order; every walk (list, export, verify) must report the damage, not run on.
+    @Test("two stored keys swapped in a page: a walk over the records throws damagedStore")
+    func keysOutOfOrderInAPage() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        do {
+            let disk = try DiskCache(directory: dir.url)
+            for key in ["order-a", "order-m", "order-z"] {
+                try disk.setData(Array("value \(key.count)".utf8), forKey: key)
+            }
+            try disk.flush()
+            disk.close()
+        }
+        let file = dir.path + "/data.mdb"
+        var contents = try Data(contentsOf: URL(fileURLWithPath: file))
+        let first = Self.offsets(of: Array("order-a".utf8), in: contents)
+        let last = Self.offsets(of: Array("order-z".utf8), in: contents)
+        try #require(!first.isEmpty && !last.isEmpty, "both keys are in the file")
+        // Every copy (the record's node and the access index's time ‖ key): order-z comes first.
+        for offset in first { contents[offset + 6] = UInt8(ascii: "z") }
+        for offset in last { contents[offset + 6] = UInt8(ascii: "a") }
+        try contents.write(to: URL(fileURLWithPath: file))
+
+        let disk = try DiskCache(directory: dir.url)
+        defer { disk.close() }
+        #expect {
+            _ = try disk.storedEntries(after: nil, limit: 10, withValues: false)
+        } throws: { error in
+            guard case .damagedStore = error as? CacheError else { return false }
+            return true
+        }
+        #expect {
+            _ = try disk.verify()
+        } throws: { error in
+            guard case .damagedStore = error as? CacheError else { return false }
+            return true
+        }
+    }
+
     /// Random bytes anywhere in the file (LMDB's pages, free space and records alike), for
     /// `LMDBCACHE_CORRUPTION_SEEDS` files (CI 4). LMDB does not checksum its pages, so a flip in
     /// a page header may make reads throw ``CacheError/damagedStore(path:reason:)`` or writes be
