@@ -76,7 +76,8 @@ let package = Package(
         // A second real process for the multi-process and crash tests.
         .executableTarget(
             name: "cache-test-helper",
-            dependencies: ["LMDBCache", "CacheTestSupport"],
+            // CLMDB: `hold-writer` holds LMDB's writer lock as another program on the store would.
+            dependencies: ["LMDBCache", "CacheTestSupport", "CLMDB"],
             path: "Tests/cache-test-helper"
         ),
         .testTarget(

@@ -15,13 +15,21 @@ public final class HelperProcess: @unchecked Sendable {
     }
 
     /// Starts `executable` (the test helper by default) with `arguments`, and `environment`
-    /// instead of this process's when given.
+    /// instead of this process's when given; as user and group `user` (through `setpriv`, which
+    /// needs root) when given.
     public init(
-        _ arguments: [String], executable: String = "cache-test-helper", environment: [String: String]? = nil
+        _ arguments: [String], executable: String = "cache-test-helper", environment: [String: String]? = nil,
+        user: UInt32? = nil
     ) throws {
         process = Process()
-        process.executableURL = Self.executable(executable)
-        process.arguments = arguments
+        if let user {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments =
+                ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", Self.executable(executable).path] + arguments
+        } else {
+            process.executableURL = Self.executable(executable)
+            process.arguments = arguments
+        }
         if let environment { process.environment = environment }
         output = Pipe()
         process.standardOutput = output

@@ -38,9 +38,21 @@
 //       opens each crash state DIR (its confirmed operation count in DIR/confirmed), reads every
 //       key and prints "state DIR OUTCOME held H missing M wrong W", OUTCOME being held,
 //       setaside, missing, wrong or error (a crash is a signal the test counts)
+//   cache-test-helper hold-exclusive DIR
+//       takes the presence lock on DIR/processes.lock exclusively, as a compaction does, prints
+//       "exclusive" and waits. Meant to be killed.
+//   cache-test-helper hold-writer DIR
+//       opens the store with LMDB directly and begins a write transaction (LMDB's writer lock,
+//       as a `cache-dump put` stopped with Ctrl-Z holds it), prints "writing" and waits. Meant
+//       to be killed.
+//   cache-test-helper open-read-loop DIR KEY COUNT
+//       COUNT times: opens the cache, reads KEY as UTF-8 and closes it; prints "good G poisoned P
+//       missing M refused R" (values "good" and "poisoned"; refused: the open or read threw) and
+//       the first refusal's error on stderr
 //   cache-test-helper faults DIR [address-space]
 //       open, write, flush, read, compact, trim, close, one line per step's outcome (FaultScenario);
 //       run with the inject-faults interposer preloaded, or with its address space capped
+import CLMDB
 import CacheTestSupport
 import Foundation
 import LMDBCache
@@ -237,6 +249,42 @@ do {
             while true { sleep(60) }
         }
         fail("the store has fewer than 4,096 records")
+    case "hold-exclusive":
+        let file = open(directory.path + "/processes.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard file >= 0 else { fail("cannot open processes.lock: \(errno)") }
+        var request = flock()
+        request.l_type = Int16(F_WRLCK)
+        request.l_whence = Int16(SEEK_SET)
+        guard fcntl(file, 37 /* F_OFD_SETLK */, &request) == 0 else { fail("cannot lock: \(errno)") }
+        FileHandle.standardOutput.write(Data("exclusive\n".utf8))
+        while true { sleep(60) }
+    case "hold-writer":
+        var env: OpaquePointer?
+        var txn: OpaquePointer?
+        guard mdb_env_create(&env) == 0, mdb_env_set_maxdbs(env, 16) == 0,
+            mdb_env_open(env, directory.path, UInt32(MDB_NOTLS), 0o600) == 0,
+            mdb_txn_begin(env, nil, 0, &txn) == 0
+        else { fail("cannot begin a write transaction") }
+        FileHandle.standardOutput.write(Data("writing\n".utf8))
+        while true { sleep(60) }
+    case "open-read-loop":
+        guard arguments.count == 5, let count = Int(arguments[4]) else { fail("usage: open-read-loop DIR KEY COUNT") }
+        var tally = (good: 0, poisoned: 0, missing: 0, refused: 0)
+        for _ in 0..<count {
+            do {
+                let disk = try DiskCache(directory: directory)
+                defer { disk.close() }
+                switch try disk.data(forKey: arguments[3]).map({ String(decoding: $0, as: UTF8.self) }) {
+                case "good": tally.good += 1
+                case "poisoned": tally.poisoned += 1
+                default: tally.missing += 1
+                }
+            } catch {
+                if tally.refused == 0 { FileHandle.standardError.write(Data("\(error)\n".utf8)) }
+                tally.refused += 1
+            }
+        }
+        print("good \(tally.good) poisoned \(tally.poisoned) missing \(tally.missing) refused \(tally.refused)")
     case "closed":
         let disk = try DiskCache(directory: directory)
         disk.close()

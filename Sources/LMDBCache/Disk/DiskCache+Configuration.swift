@@ -65,6 +65,10 @@ extension DiskCache {
         public var accessTimeGranularity: Duration = .seconds(1)
         /// Queued bytes above which `setData` waits for the writer. Default 64 MiB.
         public var maxPendingBytes: Int = 64 << 20
+        /// How long opening the store waits while another process has it to itself (a
+        /// compaction or repair copying it, which can take minutes on a large store) before
+        /// throwing ``CacheError/storeInUse(path:operation:)``. Default 30 s.
+        public var openTimeout: Duration = .seconds(30)
         /// The time source for expiry and access order.
         public var clock: CacheClock = .system
         /// Opens an existing store only to read it (`cache-dump`): LMDB's `MDB_RDONLY`, nothing
@@ -95,7 +99,8 @@ extension DiskCache {
                 syncFlags: durability.syncInterval == nil ? MDB_NOMETASYNC : MDB_NOSYNC,
                 damagedStore: readOnly ? .fail : damagedStore,
                 databases: DiskDatabases.names,
-                readOnly: readOnly)
+                readOnly: readOnly,
+                openTimeout: openTimeout)
         }
     }
 }

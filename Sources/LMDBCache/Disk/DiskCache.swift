@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Logging
 
 /// A persistent key-value cache of byte values in one directory, on LMDB.
@@ -41,17 +42,19 @@ public final class DiskCache: Sendable {
         self.configuration = configuration
         self.logger = logger
         limits = configuration.limits
-        if configuration.readOnly {
-            guard FileManager.default.fileExists(atPath: path + "/" + StoreFiles.data) else {
-                throw CacheError.directoryUnavailable(path: path, reason: "not a cache directory (no data.mdb)")
+        (store, identity) = try DiskStore.registry.acquire(directory: path, existing: configuration.readOnly) {
+            directory in
+            if configuration.readOnly {
+                var info = stat()
+                guard fstatat(directory.descriptor, StoreFiles.data, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+                    throw CacheError.directoryUnavailable(path: path, reason: "not a cache directory (no data.mdb)")
+                }
             }
-        }
-        (store, identity) = try DiskStore.registry.acquire(directory: path, existing: configuration.readOnly) { path in
-            try DiskStore(
-                directory: path, options: configuration.environmentOptions,
+            return try DiskStore(
+                directory: directory, options: configuration.environmentOptions,
                 syncInterval: configuration.durability.syncInterval, logger: logger)
         }
-        if !configuration.readOnly, let permissions = DirectoryRegistry<DiskStore>.permissionsOpenToOthers(path) {
+        if !configuration.readOnly, let permissions = store.directory.permissionsOpenToOthers {
             logger.warning(
                 "LMDBCache directory is open to other users; 0700 keeps its files private",
                 metadata: ["path": "\(path)", "mode": "\(String(permissions, radix: 8))"])

@@ -11,6 +11,9 @@ import Synchronization
 /// Reads look at the queue first, then at LMDB through a pooled read transaction.
 final class DiskStore: Sendable {
     let env: Environment
+    /// The opened cache directory; every file of the store is reached through it.
+    let directory: StoreDirectory
+    /// The directory as the caller named it, for messages.
     let path: String
     let db: DiskDatabases
     private let state = Locked(PendingWrites())
@@ -55,17 +58,19 @@ final class DiskStore: Sendable {
     private let reserve: SpaceReserve
     let presence: ProcessPresence
 
-    init(directory: String, options: Environment.Options, syncInterval: Duration?, logger: Logger) throws {
+    init(directory: StoreDirectory, options: Environment.Options, syncInterval: Duration?, logger: Logger) throws {
         // Presence first: a process compacting or setting the file aside holds it exclusively, and
         // LMDB must not map the file until that is over.
-        presence = try ProcessPresence(directory: directory, readOnly: options.readOnly)
+        presence = try ProcessPresence(
+            directory: directory, readOnly: options.readOnly, timeout: options.openTimeout, logger: logger)
         do {
             env = try Environment.open(directory: directory, options: options, presence: presence, logger: logger)
         } catch {
             presence.close()
             throw error
         }
-        path = directory
+        self.directory = directory
+        path = directory.path
         self.syncInterval = syncInterval
         db = DiskDatabases(env.databases)
         self.logger = logger
@@ -73,9 +78,12 @@ final class DiskStore: Sendable {
         reserve = SpaceReserve(directory: directory)
         if !isReadOnly { reserve.take() }
         do {
-            if isReadOnly {
-                try checkFormat(env.read { txn in try Totals.load(txn, db.info, Totals.formatKey) })
-            } else {
+            // A read first: an open of a store in the current format takes no write transaction,
+            // so another process holding LMDB's writer lock (a stopped `cache-dump put`) cannot
+            // hold it up.
+            let stored = try env.read { txn in try Totals.load(txn, db.info, Totals.formatKey) }
+            try checkFormat(stored)
+            if !isReadOnly && stored < UInt64(Record.formatVersion) {
                 try env.writer.sync {
                     try env.write { txn in
                         let stored = try Totals.load(txn, db.info, Totals.formatKey)
@@ -373,7 +381,9 @@ final class DiskStore: Sendable {
     /// With a free-space limit and the volume below it, evicts least recently used entries of the
     /// `added` bytes the batch just committed, so the store does not grow while space is short.
     private func keepFreeSpace(_ limits: DiskLimits, added: Int, totals: Totals) {
-        guard let limit = limits.freeSpace, added > 0, let free = VolumeSpace.available(at: path), free < limit else {
+        guard let limit = limits.freeSpace, added > 0, let free = VolumeSpace.available(at: directory.resolved),
+            free < limit
+        else {
             return
         }
         do {
@@ -582,7 +592,9 @@ final class DiskStore: Sendable {
     /// after any batch (the file does not shrink, so trimming by the volume's shortfall would
     /// only empty the store). Nil when the volume has the space.
     private func freeSpaceFollowUpPlan(_ limits: DiskLimits, added: Int) throws -> TrimPlan? {
-        guard added > 0, let limit = limits.freeSpace, let free = VolumeSpace.available(at: path), free < limit else {
+        guard added > 0, let limit = limits.freeSpace, let free = VolumeSpace.available(at: directory.resolved),
+            free < limit
+        else {
             return nil
         }
         return TrimPlan(cost: max(0, try totals().bytes - added), reason: .freeSpace)
@@ -682,7 +694,7 @@ final class DiskStore: Sendable {
     /// Bytes of the data file.
     var fileSize: Int {
         var info = stat()
-        return stat(path + "/" + StoreFiles.data, &info) == 0 ? Int(info.st_size) : 0
+        return fstatat(directory.descriptor, StoreFiles.data, &info, 0) == 0 ? Int(info.st_size) : 0
     }
 
     /// Queued writes dropped so far because their batch could not be committed.

@@ -28,8 +28,13 @@ final class Environment: @unchecked Sendable {
         /// Opens with `MDB_RDONLY`: no write transaction, no file created, the databases must
         /// exist. For inspecting a store (`cache-dump`) without changing it.
         var readOnly = false
+        /// How long an open waits while another process has the store to itself.
+        var openTimeout: Duration = .seconds(30)
     }
 
+    /// The opened cache directory (``StoreDirectory``): LMDB and every file swap go through it.
+    let directory: StoreDirectory
+    /// The directory as the caller named it, for messages.
     let path: String
     let writer: WriterThread
     let databases: [String: Database]
@@ -62,7 +67,7 @@ final class Environment: @unchecked Sendable {
     /// Opens the environment in `directory` (which must exist), setting a damaged file aside when
     /// `options.damagedStore` says so and no other process has the store open. The caller holds
     /// `presence` (shared) from before this call until after ``close()``.
-    static func open(directory: String, options: Options, presence: ProcessPresence, logger: Logger) throws
+    static func open(directory: StoreDirectory, options: Options, presence: ProcessPresence, logger: Logger) throws
         -> Environment
     {
         if !options.readOnly {
@@ -77,32 +82,33 @@ final class Environment: @unchecked Sendable {
             // Renaming the file under another process's map would leave it writing to the
             // unlinked file: only a process alone on the store sets it aside.
             let reopened = try presence.alone { () throws -> Environment in
-                let data = directory + "/" + StoreFiles.data
-                let aside = data + ".damaged-\(Int(Date().timeIntervalSince1970))"
+                let aside = StoreFiles.data + ".damaged-\(Int(Date().timeIntervalSince1970))"
                 logger.error(
                     "LMDBCache store is damaged; moving it aside and starting empty",
-                    metadata: ["path": "\(directory)", "reason": "\(reason)", "movedTo": "\(aside)"])
+                    metadata: ["path": "\(directory.path)", "reason": "\(reason)", "movedTo": "\(aside)"])
                 guard !ProcessPresence.lmdbOpenElsewhere(directory: directory) else {
                     throw CacheError.damagedStore(
-                        path: directory, reason: "\(reason); not moved aside while another process has the store open")
+                        path: directory.path,
+                        reason: "\(reason); not moved aside while another process has the store open")
                 }
                 SyncedSnapshot.forget(directory: directory)
-                guard rename(data, aside) == 0 else {
+                guard renameat(directory.descriptor, StoreFiles.data, directory.descriptor, aside) == 0 else {
                     throw CacheError.damagedStore(
-                        path: directory, reason: "\(reason); moving it aside failed: \(errnoText())")
+                        path: directory.path, reason: "\(reason); moving it aside failed: \(errnoText())")
                 }
                 return try Environment(directory: directory, options: options, logger: logger)
             }
             guard let reopened else {
                 throw CacheError.damagedStore(
-                    path: directory, reason: "\(reason); not moved aside while another process has the store open")
+                    path: directory.path, reason: "\(reason); not moved aside while another process has the store open")
             }
             return reopened
         }
     }
 
-    private init(directory: String, options: Options, logger: Logger) throws {
-        path = directory
+    private init(directory: StoreDirectory, options: Options, logger: Logger) throws {
+        self.directory = directory
+        path = directory.path
         self.logger = logger
         self.options = options
         let periodic = !options.readOnly && options.syncFlags & MDB_NOSYNC != 0
@@ -115,7 +121,7 @@ final class Environment: @unchecked Sendable {
             mdb_reader_check(opened.env, &dead)
             if dead > 0 {
                 logger.info(
-                    "LMDBCache cleared stale reader slots", metadata: ["path": "\(directory)", "slots": "\(dead)"])
+                    "LMDBCache cleared stale reader slots", metadata: ["path": "\(path)", "slots": "\(dead)"])
             }
         }
         // A dead process's pin went with its reader slot: pin and record this snapshot now.
@@ -251,12 +257,13 @@ final class Environment: @unchecked Sendable {
     /// and opens it again. Writer only; the caller makes sure no other process has the store open.
     func compactInPlace() throws {
         precondition(writer.isCurrent, "compaction runs on the writer thread")
-        let temporary = path + "/" + StoreFiles.compactionFolder
-        try Self.removeCompactionFolder(temporary)
+        let temporary = directory.file(StoreFiles.compactionFolder)
+        let shownTemporary = path + "/" + StoreFiles.compactionFolder
+        try Self.removeCompactionFolder(temporary, shownAs: shownTemporary)
         guard mkdir(temporary, 0o700) == 0 else {
-            throw CacheError.directoryUnavailable(path: temporary, reason: "cannot create it: \(errnoText())")
+            throw CacheError.directoryUnavailable(path: shownTemporary, reason: "cannot create it: \(errnoText())")
         }
-        defer { try? Self.removeCompactionFolder(temporary) }
+        defer { try? Self.removeCompactionFolder(temporary, shownAs: shownTemporary) }
         try resizeLock.withSharedLock {
             if let unusable { throw unusable }
             try LMDBStatus.check(
@@ -264,7 +271,8 @@ final class Environment: @unchecked Sendable {
         }
         // mdb_env_copy2 creates the copy with mode 0644 less the umask: keep the store owner-only.
         guard chmod(temporary + "/" + StoreFiles.data, 0o600) == 0 else {
-            throw CacheError.directoryUnavailable(path: temporary, reason: "cannot restrict the copy: \(errnoText())")
+            throw CacheError.directoryUnavailable(
+                path: shownTemporary, reason: "cannot restrict the copy: \(errnoText())")
         }
         do {
             try swapInCompactedCopy(from: temporary)
@@ -285,16 +293,16 @@ final class Environment: @unchecked Sendable {
             mdb_env_close(env)
             // With this process's environment closed, LMDB's lock shows openers the presence
             // lock missed: the old file stays, as the copy would lose their writes or the store.
-            let openElsewhere = ProcessPresence.lmdbOpenElsewhere(directory: path)
+            let openElsewhere = ProcessPresence.lmdbOpenElsewhere(directory: directory)
             // The pin went with the environment: the record must not outlive it, whether or not
             // the file is swapped (the sync after this block records and pins again).
-            if syncedSnapshot != nil { SyncedSnapshot.forget(directory: path) }
+            if syncedSnapshot != nil { SyncedSnapshot.forget(directory: directory) }
             let swapped =
-                !openElsewhere && rename(temporary + "/" + StoreFiles.data, path + "/" + StoreFiles.data) == 0
+                !openElsewhere && rename(temporary + "/" + StoreFiles.data, directory.file(StoreFiles.data)) == 0
             let renameFailure = swapped || openElsewhere ? "" : errnoText()
             do {
                 // The compacted file, or the old one still in place.
-                env = try Self.openEnvironment(path, options).env
+                env = try Self.openEnvironment(directory, options).env
             } catch {
                 // `env` is closed: no later call may touch it, and close() must not close it again.
                 let cacheError = error as? CacheError ?? .directoryUnavailable(path: path, reason: "\(error)")
@@ -313,7 +321,7 @@ final class Environment: @unchecked Sendable {
 
     /// Removes what a crashed compaction left at `folder`: the folder with the copy and its lock
     /// file, or anything else under that name (a symbolic link is removed, never followed).
-    private static func removeCompactionFolder(_ folder: String) throws {
+    private static func removeCompactionFolder(_ folder: String, shownAs shown: String) throws {
         var info = stat()
         guard lstat(folder, &info) == 0 else { return }
         if info.st_mode & S_IFMT == S_IFDIR {
@@ -323,21 +331,27 @@ final class Environment: @unchecked Sendable {
                 Glibc.close(directory)
             }
             guard rmdir(folder) == 0 || errno == ENOENT else {
-                throw CacheError.directoryUnavailable(path: folder, reason: "cannot remove it: \(errnoText())")
+                throw CacheError.directoryUnavailable(path: shown, reason: "cannot remove it: \(errnoText())")
             }
         } else {
             guard unlink(folder) == 0 || errno == ENOENT else {
-                throw CacheError.directoryUnavailable(path: folder, reason: "cannot remove it: \(errnoText())")
+                throw CacheError.directoryUnavailable(path: shown, reason: "cannot remove it: \(errnoText())")
             }
         }
     }
 
-    /// Creates and opens an environment on `directory` with `options` and opens its databases
+    /// Creates and opens an environment on `store` with `options` and opens its databases
     /// (creating them unless read-only). Database handles are per environment: opened in the same
     /// order each time, they keep the numbers the store's handles already hold.
-    private static func openEnvironment(_ directory: String, _ options: Options) throws -> (
+    ///
+    /// LMDB is given the opened directory (``StoreDirectory/resolved``), never the name again.
+    /// When the databases exist they are opened in a read transaction: opening a store takes no
+    /// write transaction, so another process holding LMDB's writer lock (stopped with Ctrl-Z,
+    /// say) cannot hold the open up.
+    private static func openEnvironment(_ store: StoreDirectory, _ options: Options) throws -> (
         env: OpaquePointer, databases: [String: Database]
     ) {
+        let directory = store.path
         var created: OpaquePointer?
         try LMDBStatus.check(mdb_env_create(&created), "mdb_env_create", path: directory)
         guard let created else {
@@ -356,35 +370,76 @@ final class Environment: @unchecked Sendable {
             // without one no process has the store open and there is no reader table to join:
             // MDB_NOLOCK reads without one. A writer starting meanwhile cannot see this reader and
             // may reuse pages it reads: the reader may then meet damage, never change the store.
-            let flags = UInt32(
-                MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags | access
-                    | (options.readOnly && Glibc.access(directory + "/lock.mdb", F_OK) != 0 ? MDB_NOLOCK : 0))
-            try LMDBStatus.check(mdb_env_open(created, directory, flags, 0o600), "mdb_env_open", path: directory)
+            var lockInfo = stat()
+            let noLock = options.readOnly && fstatat(store.descriptor, "lock.mdb", &lockInfo, AT_SYMLINK_NOFOLLOW) != 0
+            let flags = UInt32(MDB_NOTLS | MDB_NORDAHEAD | options.syncFlags | access | (noLock ? MDB_NOLOCK : 0))
+            try LMDBStatus.check(mdb_env_open(created, store.resolved, flags, 0o600), "mdb_env_open", path: directory)
+            try checkOpenedFiles(created, store)
             // Read-only opens never write; pages past a short file's end are free pages, which
             // reads through the tree do not reach.
             if !options.readOnly { try coverPagesInUse(created, directory) }
-            var txn: OpaquePointer?
-            try LMDBStatus.check(mdb_txn_begin(created, nil, UInt32(access), &txn), "mdb_txn_begin", path: directory)
-            var opened: [String: Database] = [:]
-            for name in options.databases {
-                var dbi: MDB_dbi = 0
-                let code = mdb_dbi_open(txn, name, options.readOnly ? 0 : UInt32(MDB_CREATE), &dbi)
-                if code != MDB_SUCCESS {
-                    mdb_txn_abort(txn)
-                    if code == MDB_NOTFOUND {
-                        throw CacheError.directoryUnavailable(
-                            path: directory, reason: "not an LMDBCache store (it has no \(name) database)")
-                    }
-                    throw LMDBStatus.error(code, "mdb_dbi_open(\(name))", path: directory)
-                }
-                opened[name] = Database(handle: dbi)
+            var opened = try openDatabases(created, options, creating: false, path: directory)
+            if opened == nil && !options.readOnly {
+                opened = try openDatabases(created, options, creating: true, path: directory)
             }
-            try LMDBStatus.check(mdb_txn_commit(txn), "mdb_txn_commit", path: directory)
+            guard let opened else {
+                throw CacheError.directoryUnavailable(
+                    path: directory, reason: "not an LMDBCache store (it lacks one of its databases)")
+            }
             try probe(created, directory, options.databases.compactMap { opened[$0]?.handle })
             return (created, opened)
         } catch {
             mdb_env_close(created)
             throw error
+        }
+    }
+
+    /// Opens every database of `options` in one transaction: a read transaction that returns nil
+    /// when one is missing, or with `creating`, a write transaction that creates the missing ones.
+    private static func openDatabases(_ env: OpaquePointer, _ options: Options, creating: Bool, path: String) throws
+        -> [String: Database]?
+    {
+        var txn: OpaquePointer?
+        try LMDBStatus.check(
+            mdb_txn_begin(env, nil, creating ? 0 : UInt32(MDB_RDONLY), &txn), "mdb_txn_begin", path: path)
+        var opened: [String: Database] = [:]
+        for name in options.databases {
+            var dbi: MDB_dbi = 0
+            let code = mdb_dbi_open(txn, name, creating ? UInt32(MDB_CREATE) : 0, &dbi)
+            if code == MDB_NOTFOUND && !creating {
+                mdb_txn_abort(txn)
+                return nil
+            }
+            if code != MDB_SUCCESS {
+                mdb_txn_abort(txn)
+                throw LMDBStatus.error(code, "mdb_dbi_open(\(name))", path: path)
+            }
+            opened[name] = Database(handle: dbi)
+        }
+        try LMDBStatus.check(mdb_txn_commit(txn), "mdb_txn_commit", path: path)
+        return opened
+    }
+
+    /// After `mdb_env_open`: the data file LMDB opened is the store's `data.mdb` (a regular file
+    /// of this user with one link, checked again now that it exists), and its descriptor is
+    /// closed on exec, so no child process inherits write access to the store (LMDB opens it
+    /// without `O_CLOEXEC`).
+    private static func checkOpenedFiles(_ env: OpaquePointer, _ store: StoreDirectory) throws {
+        var descriptor: Int32 = -1
+        try LMDBStatus.check(mdb_env_get_fd(env, &descriptor), "mdb_env_get_fd", path: store.path)
+        let flags = fcntl(descriptor, F_GETFD)
+        guard flags >= 0, fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) == 0 else {
+            throw CacheError.directoryUnavailable(path: store.path, reason: "cannot set close-on-exec: \(errnoText())")
+        }
+        try store.checkStoreFiles()
+        var opened = stat()
+        var named = stat()
+        guard fstat(descriptor, &opened) == 0,
+            fstatat(store.descriptor, StoreFiles.data, &named, AT_SYMLINK_NOFOLLOW) == 0,
+            opened.st_dev == named.st_dev, opened.st_ino == named.st_ino
+        else {
+            throw CacheError.directoryUnavailable(
+                path: store.path, reason: "data.mdb changed while it was opened; another process replaced it")
         }
     }
 
@@ -546,13 +601,13 @@ final class Environment: @unchecked Sendable {
         // again, the recorded snapshot's pages may be reused: its record must not be applied.
         if let syncedSnapshot {
             syncedSnapshot.release()
-            SyncedSnapshot.forget(directory: path)
+            SyncedSnapshot.forget(directory: directory)
         }
         mdb_env_close(env)
         var reopening = options
         reopening.initialMapSize = previousSize
         do {
-            env = try Self.openEnvironment(path, reopening).env
+            env = try Self.openEnvironment(directory, reopening).env
             logger.info("LMDBCache mapped its store again at the previous size", metadata: ["path": "\(path)"])
         } catch {
             unusable = CacheError.resourceExhausted(

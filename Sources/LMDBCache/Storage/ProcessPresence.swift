@@ -1,4 +1,5 @@
 import Glibc
+import Logging
 
 /// A lock every process holds shared on `processes.lock` while it has the store open, so that an
 /// operation that swaps or sets aside the store's file (compaction, repair, setting a damaged file
@@ -22,25 +23,55 @@ final class ProcessPresence: @unchecked Sendable {
     private static let setLock: Int32 = 37  // F_OFD_SETLK
     private static let setLockWaiting: Int32 = 38  // F_OFD_SETLKW
 
-    /// Opens `<directory>/processes.lock` and takes the shared lock, waiting while another process
-    /// holds it exclusively. `readOnly` neither creates the file nor fails without it (a store only
-    /// inspected then simply does not show).
-    init(directory: String, readOnly: Bool = false) throws {
+    /// Opens `processes.lock` in `directory` and takes the shared lock, waiting up to `timeout`
+    /// while another process holds it exclusively (a compaction or repair copying the store), then
+    /// throwing ``CacheError/storeInUse(path:operation:)``. `readOnly` neither creates the file
+    /// nor fails without it (a store only inspected then simply does not show).
+    init(directory: StoreDirectory, readOnly: Bool = false, timeout: Duration, logger: Logger) throws {
         let flags = (readOnly ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NOFOLLOW
-        let file = open(directory + "/processes.lock", flags, 0o600)
+        let file = openat(directory.descriptor, Self.fileName, flags, 0o600)
         let openError = errno  // before anything else can change it
         descriptor = Locked(file)
         if readOnly && file < 0 && openError == ENOENT { return }
         guard file >= 0 else {
             throw CacheError.directoryUnavailable(
-                path: directory, reason: "cannot open processes.lock: \(errnoText(openError))")
+                path: directory.path, reason: "cannot open processes.lock: \(errnoText(openError))")
         }
-        let code = Self.lock(file, F_RDLCK, waiting: true)
+        // Polled, not waited on with F_OFD_SETLKW: a wait could not end at a deadline.
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        var pause = Duration.milliseconds(1)
+        var code = Self.lock(file, F_RDLCK, waiting: false)
+        if code == EAGAIN || code == EACCES {
+            logger.info(
+                "LMDBCache is waiting for another process that has the store to itself (a compaction or repair)",
+                metadata: ["path": "\(directory.path)", "timeout": "\(timeout)"])
+        }
+        while code == EAGAIN || code == EACCES, ContinuousClock.now < deadline {
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            Self.pause(min(pause, remaining))
+            pause = min(pause * 2, .milliseconds(50))
+            code = Self.lock(file, F_RDLCK, waiting: false)
+        }
         guard code == 0 else {
             close()
+            if code == EAGAIN || code == EACCES {
+                throw CacheError.storeInUse(
+                    path: directory.path,
+                    operation: "open (waited \(timeout) for another process's compaction or repair)")
+            }
             throw CacheError.directoryUnavailable(
-                path: directory, reason: "cannot lock processes.lock: \(errnoText(code))")
+                path: directory.path, reason: "cannot lock processes.lock: \(errnoText(code))")
         }
+    }
+
+    static let fileName = "processes.lock"
+
+    /// Sleeps for `duration` (a lock poll's pause; never used to wait for a result).
+    private static func pause(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
     }
 
     deinit {
@@ -72,8 +103,8 @@ final class ProcessPresence: @unchecked Sendable {
     /// `processes.lock`, a process whose `processes.lock` was since replaced); a file swap checks
     /// this too. Call only while this process has no environment open on `directory`: closing
     /// the probe's descriptor drops this process's own `fcntl` locks on the file.
-    static func lmdbOpenElsewhere(directory: String) -> Bool {
-        let file = open(directory + "/lock.mdb", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    static func lmdbOpenElsewhere(directory: StoreDirectory) -> Bool {
+        let file = openat(directory.descriptor, "lock.mdb", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard file >= 0 else { return errno != ENOENT }
         defer { Glibc.close(file) }
         // Every process with the environment open holds a lock on the first byte.

@@ -35,12 +35,12 @@ final class SyncedSnapshot: @unchecked Sendable {
     private static let recordMagic: [UInt8] = Array("LMDBCSS1".utf8)
     private static let bootIdentifierLength = 40
 
-    private let directory: String
+    private let directory: StoreDirectory
     /// The read transaction pinning the last recorded snapshot; only the writer thread (or
     /// `close`, after it stopped) touches it.
     private var held: OpaquePointer?
 
-    init(directory: String) {
+    init(directory: StoreDirectory) {
         self.directory = directory
     }
 
@@ -51,15 +51,15 @@ final class SyncedSnapshot: @unchecked Sendable {
         var reader: OpaquePointer?
         let begin = mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &reader)
         if begin == MDB_MAP_RESIZED { return false }
-        try LMDBStatus.check(begin, "mdb_txn_begin(synced snapshot)", path: directory)
+        try LMDBStatus.check(begin, "mdb_txn_begin(synced snapshot)", path: directory.path)
         // Begun before the sync: its snapshot was committed, so the sync makes it durable.
         let transaction = UInt64(mdb_txn_id(reader))
         do {
-            try LMDBStatus.check(mdb_env_sync(env, 1), "mdb_env_sync", path: directory)
+            try LMDBStatus.check(mdb_env_sync(env, 1), "mdb_env_sync", path: directory.path)
             var descriptor: Int32 = -1
-            try LMDBStatus.check(mdb_env_get_fd(env, &descriptor), "mdb_env_get_fd", path: directory)
+            try LMDBStatus.check(mdb_env_get_fd(env, &descriptor), "mdb_env_get_fd", path: directory.path)
             var statistics = MDB_stat()
-            try LMDBStatus.check(mdb_env_stat(env, &statistics), "mdb_env_stat", path: directory)
+            try LMDBStatus.check(mdb_env_stat(env, &statistics), "mdb_env_stat", path: directory.path)
             guard try record(transaction: transaction, dataDescriptor: descriptor, pageSize: Int(statistics.ms_psize))
             else {
                 // Another process already wrote over this snapshot's meta slot: keep the older pin.
@@ -98,7 +98,7 @@ final class SyncedSnapshot: @unchecked Sendable {
         record += Self.bootIdentifier()
         record += meta
         Self.append(UInt64(Self.checksum(record)), to: &record)
-        let path = directory + "/" + Self.fileName
+        let path = directory.file(Self.fileName)
         let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { throw unavailable("cannot open \(Self.fileName)") }
         defer { close(descriptor) }
@@ -112,30 +112,27 @@ final class SyncedSnapshot: @unchecked Sendable {
 
     /// Removes the record: the data file it describes is gone or is no longer kept recoverable.
     /// Durable before the caller swaps the data file: a record must never outlive its file.
-    static func forget(directory: String) {
-        guard unlink(directory + "/" + fileName) == 0 else { return }
-        let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard folder >= 0 else { return }
-        fsync(folder)
-        close(folder)
+    static func forget(directory: StoreDirectory) {
+        guard unlinkat(directory.descriptor, fileName, 0) == 0 else { return }
+        fsync(directory.descriptor)
     }
 
     /// On the first open after a power loss (a record from another boot, its data file still in
     /// place, its newest meta page newer than the record), writes the recorded meta page into
     /// both meta slots, so LMDB opens the last synced snapshot. Call before `mdb_env_open`, holding
     /// `presence` shared; it runs only if no other process has the store open.
-    static func recoverIfNeeded(directory: String, presence: ProcessPresence, logger: Logger) throws {
+    static func recoverIfNeeded(directory: StoreDirectory, presence: ProcessPresence, logger: Logger) throws {
         // Only alone: a process that has the store open has it in this boot, past any recovery.
         _ = try presence.alone { try recoverAlone(directory: directory, logger: logger) }
     }
 
-    private static func recoverAlone(directory: String, logger: Logger) throws {
-        let recordPath = directory + "/" + fileName
+    private static func recoverAlone(directory: StoreDirectory, logger: Logger) throws {
+        let recordPath = directory.file(fileName)
         guard let record = FileManager.default.contents(atPath: recordPath).map([UInt8].init),
             let parsed = Parsed(record)
         else { return }
         guard parsed.bootIdentifier != bootIdentifier() else { return }
-        let dataPath = directory + "/" + StoreFiles.data
+        let dataPath = directory.file(StoreFiles.data)
         let descriptor = open(dataPath, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return }
         defer { close(descriptor) }
@@ -162,17 +159,17 @@ final class SyncedSnapshot: @unchecked Sendable {
             let offset = off_t(slot * pageSize + metaRewrittenRange.lowerBound)
             guard pwrite(descriptor, rewritten, rewritten.count, offset) == rewritten.count else {
                 throw CacheError.directoryUnavailable(
-                    path: directory, reason: "cannot restore the last synced snapshot: \(errnoText())")
+                    path: directory.path, reason: "cannot restore the last synced snapshot: \(errnoText())")
             }
         }
         guard fdatasync(descriptor) == 0 else {
             throw CacheError.directoryUnavailable(
-                path: directory, reason: "cannot restore the last synced snapshot: \(errnoText())")
+                path: directory.path, reason: "cannot restore the last synced snapshot: \(errnoText())")
         }
         logger.warning(
             "LMDBCache found unsynced commits after an unclean shutdown; reopened at the last synced snapshot",
             metadata: [
-                "path": "\(directory)", "syncedTransaction": "\(parsed.transaction)",
+                "path": "\(directory.path)", "syncedTransaction": "\(parsed.transaction)",
                 "discardedThrough": "\(newest)",
             ])
     }
@@ -226,6 +223,6 @@ final class SyncedSnapshot: @unchecked Sendable {
     }
 
     private func unavailable(_ what: String) -> CacheError {
-        .directoryUnavailable(path: directory, reason: "\(what): \(errnoText())")
+        .directoryUnavailable(path: directory.path, reason: "\(what): \(errnoText())")
     }
 }

@@ -26,14 +26,14 @@ struct SpaceReserve {
     /// 1 MiB: room for the copy-on-write pages of several trim transactions.
     static let size = 1 << 20
 
-    init(directory: String) {
-        path = directory + "/space.reserve"
+    init(directory: StoreDirectory) {
+        path = directory.file("space.reserve")
     }
 
     /// Allocates the reserve unless it is already there; false when the volume has no room.
     @discardableResult
     func take() -> Bool {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         return posix_fallocate(fd, 0, off_t(Self.size)) == 0

@@ -29,9 +29,9 @@ struct CrossProcessScheduleTests {
             try store.env.sync()
             let compacted: Void? = try store.presence.alone {
                 // The other process starts now and must get no further than the presence lock
-                // before the copy is in place: force the interleaving by waiting until it blocks.
+                // before the copy is in place: force the interleaving by waiting until it waits.
                 helper = try HelperProcess(["write", dir.path, "other-", "50"])
-                try waitUntilBlocked(onLockIn: dir.path)
+                try waitUntilWaiting(try #require(helper).processIdentifier, onLockIn: dir.path)
                 try store.env.compactInPlace()
             }
             #expect(compacted != nil, "no other process had the store open")
@@ -227,19 +227,26 @@ struct CrossProcessScheduleTests {
     }
 }
 
-/// Waits until some process is blocked waiting for a lock on `directory`'s `processes.lock`, as
-/// `/proc/locks` shows it (a "->" line for the file's inode). Polls; fails after a minute.
-func waitUntilBlocked(onLockIn directory: String) throws {
+/// Waits until process `pid` has `directory`'s `processes.lock` open: it has reached the presence
+/// lock, which it cannot take while the caller holds it exclusively, so it waits there (an open
+/// polls that lock rather than blocking in `fcntl`, so `/proc/locks` shows no waiter). Polls;
+/// fails after a minute.
+func waitUntilWaiting(_ pid: Int32, onLockIn directory: String) throws {
     var info = stat()
     guard stat(directory + "/processes.lock", &info) == 0 else {
         throw CacheError.directoryUnavailable(path: directory, reason: "no processes.lock")
     }
-    let inode = ":\(info.st_ino) "
     let deadline = Date().addingTimeInterval(60)
     while Date() < deadline {
-        let locks = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
-        if locks.split(separator: "\n").contains(where: { $0.contains("->") && $0.contains(inode) }) { return }
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        for name in descriptors {
+            var target = stat()
+            if stat("/proc/\(pid)/fd/\(name)", &target) == 0, target.st_ino == info.st_ino, target.st_dev == info.st_dev
+            {
+                return
+            }
+        }
         usleep(1_000)
     }
-    Issue.record("no process blocked on processes.lock within a minute")
+    Issue.record("process \(pid) did not open processes.lock within a minute")
 }
