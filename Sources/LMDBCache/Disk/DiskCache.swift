@@ -54,7 +54,7 @@ public final class DiskCache: Sendable {
         if !configuration.readOnly, let permissions = DirectoryRegistry<DiskStore>.permissionsOpenToOthers(path) {
             logger.warning(
                 "LMDBCache directory is open to other users; 0700 keeps its files private",
-                metadata: ["path": "\(path)", "mode": "\(String(permissions, radix: 8))"])
+                metadata: ["path": .escaped(path), "mode": "\(String(permissions, radix: 8))"])
         }
         if configuration.automaticTrimming && !configuration.readOnly {
             let scheduler = TrimScheduler(tier: .disk, interval: configuration.autoTrimInterval, logger: logger) {
@@ -294,7 +294,8 @@ public final class DiskCache: Sendable {
         } catch CacheError.closed {
             return 0
         } catch {
-            logger.info("LMDBCache trim pass failed", metadata: ["path": "\(directory.path)", "error": "\(error)"])
+            logger.info(
+                "LMDBCache trim pass failed", metadata: ["path": .escaped(directory.path), "error": .escaped(error)])
             return 0
         }
     }
@@ -365,7 +366,7 @@ public final class DiskCache: Sendable {
             do {
                 try store.flush()
             } catch {
-                logger.error("LMDBCache could not flush on close", metadata: ["error": "\(error)"])
+                logger.error("LMDBCache could not flush on close", metadata: ["error": .escaped(error)])
             }
             DiskStore.registry.release(identity) { $0.close() }
         }

@@ -81,7 +81,7 @@ final class Environment: @unchecked Sendable {
                 let aside = data + ".damaged-\(Int(Date().timeIntervalSince1970))"
                 logger.error(
                     "LMDBCache store is damaged; moving it aside and starting empty",
-                    metadata: ["path": "\(directory)", "reason": "\(reason)", "movedTo": "\(aside)"])
+                    metadata: ["path": .escaped(directory), "reason": .escaped(reason), "movedTo": .escaped(aside)])
                 guard !ProcessPresence.lmdbOpenElsewhere(directory: directory) else {
                     throw CacheError.damagedStore(
                         path: directory, reason: "\(reason); not moved aside while another process has the store open")
@@ -115,7 +115,7 @@ final class Environment: @unchecked Sendable {
             mdb_reader_check(opened.env, &dead)
             if dead > 0 {
                 logger.info(
-                    "LMDBCache cleared stale reader slots", metadata: ["path": "\(directory)", "slots": "\(dead)"])
+                    "LMDBCache cleared stale reader slots", metadata: ["path": .escaped(directory), "slots": "\(dead)"])
             }
         }
         // A dead process's pin went with its reader slot: pin and record this snapshot now.
@@ -492,7 +492,7 @@ final class Environment: @unchecked Sendable {
             }
             logger.error(
                 "LMDBCache could not adopt a grown map",
-                metadata: ["path": "\(path)", "code": "\(code)", "reason": "\(errnoText(code))"])
+                metadata: ["path": .escaped(path), "code": "\(code)", "reason": "\(errnoText(code))"])
             // EINVAL (a transaction active) is refused before LMDB unmaps anything.
             if code != EINVAL { recoverMap(previousSize: previous, failure: code) }
             adoptionFailed.store(true, ordering: .releasing)
@@ -521,14 +521,14 @@ final class Environment: @unchecked Sendable {
                 logger.error(
                     "LMDBCache could not grow its map",
                     metadata: [
-                        "path": "\(path)", "from": "\(current)", "to": "\(next)", "reason": "\(errnoText(code))",
+                        "path": .escaped(path), "from": "\(current)", "to": "\(next)", "reason": "\(errnoText(code))",
                     ])
                 recoverMap(previousSize: current, failure: code)
                 // The write needs a bigger map and cannot have one: as good as a full disk.
                 throw CacheError.diskFull(path: path)
             }
             logger.debug(
-                "LMDBCache grew its map", metadata: ["path": "\(path)", "from": "\(current)", "to": "\(next)"])
+                "LMDBCache grew its map", metadata: ["path": .escaped(path), "from": "\(current)", "to": "\(next)"])
         }
     }
 
@@ -553,7 +553,7 @@ final class Environment: @unchecked Sendable {
         reopening.initialMapSize = previousSize
         do {
             env = try Self.openEnvironment(path, reopening).env
-            logger.info("LMDBCache mapped its store again at the previous size", metadata: ["path": "\(path)"])
+            logger.info("LMDBCache mapped its store again at the previous size", metadata: ["path": .escaped(path)])
         } catch {
             unusable = CacheError.resourceExhausted(
                 resource:
@@ -562,7 +562,7 @@ final class Environment: @unchecked Sendable {
                 operation: "using the store at \(path)")
             logger.error(
                 "LMDBCache cannot map its store; every call fails until it is opened again",
-                metadata: ["path": "\(path)", "reason": "\(error)"])
+                metadata: ["path": .escaped(path), "reason": .escaped(error)])
         }
     }
 
@@ -592,7 +592,7 @@ final class Environment: @unchecked Sendable {
         if cleared > 0 {
             logger.info(
                 "LMDBCache cleared stale reader slots",
-                metadata: ["path": "\(path)", "slots": "\(cleared)", "before": "\(occasion)"])
+                metadata: ["path": .escaped(path), "slots": "\(cleared)", "before": "\(occasion)"])
         }
     }
 }

@@ -172,7 +172,7 @@ final class SyncedSnapshot: @unchecked Sendable {
         logger.warning(
             "LMDBCache found unsynced commits after an unclean shutdown; reopened at the last synced snapshot",
             metadata: [
-                "path": "\(directory)", "syncedTransaction": "\(parsed.transaction)",
+                "path": .escaped(directory), "syncedTransaction": "\(parsed.transaction)",
                 "discardedThrough": "\(newest)",
             ])
     }
