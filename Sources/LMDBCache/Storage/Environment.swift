@@ -6,7 +6,7 @@ import Synchronization
 
 /// What to do when the store's file turns out to be damaged on open.
 public enum DamagedStorePolicy: Sendable {
-    /// Move the damaged file aside (`data.mdb.damaged-<time>`), log an error and start empty.
+    /// Move the damaged file aside (`data.mdb.damaged-<time>`, keeping the newest 3), log an error and start empty.
     case recreate
     /// Throw ``CacheError/damagedStore(path:reason:)``.
     case fail
@@ -78,7 +78,7 @@ final class Environment: @unchecked Sendable {
             // unlinked file: only a process alone on the store sets it aside.
             let reopened = try presence.alone { () throws -> Environment in
                 let data = directory + "/" + StoreFiles.data
-                let aside = data + ".damaged-\(Int(Date().timeIntervalSince1970))"
+                let aside = directory + "/" + SetAsideFiles.name(at: Date())
                 logger.error(
                     "LMDBCache store is damaged; moving it aside and starting empty",
                     metadata: ["path": .escaped(directory), "reason": .escaped(reason), "movedTo": .escaped(aside)])
@@ -91,6 +91,7 @@ final class Environment: @unchecked Sendable {
                     throw CacheError.damagedStore(
                         path: directory, reason: "\(reason); moving it aside failed: \(errnoText())")
                 }
+                SetAsideFiles.removeOld(in: directory, keeping: aside, logger: logger)
                 return try Environment(directory: directory, options: options, logger: logger)
             }
             guard let reopened else {
