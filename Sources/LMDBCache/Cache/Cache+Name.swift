@@ -3,11 +3,17 @@ import Logging
 
 extension Cache {
     /// Opens the cache called `name` in the user's cache directory: `$XDG_CACHE_HOME/name`
-    /// when that variable holds an absolute path, else `~/.cache/name`.
+    /// when that variable holds an absolute path, else `$HOME/.cache/name` (the account's home
+    /// directory when `HOME` is unset or empty).
+    ///
+    /// A relative path in either variable is never resolved against the working directory: a
+    /// relative `XDG_CACHE_HOME` is ignored, as the XDG Base Directory specification says, and a
+    /// relative `HOME`, which has nothing to fall back on, is refused.
     ///
     /// - Throws: ``CacheError/invalidName(name:reason:)`` for a name that is empty, `.` or `..`,
-    ///   or contains `/` or a NUL; otherwise what ``init(directory:configuration:logger:removalListener:)``
-    ///   throws.
+    ///   or contains `/` or a NUL; ``CacheError/directoryUnavailable(path:reason:)`` when the
+    ///   directory would come from a `HOME` that is not an absolute path; otherwise what
+    ///   ``init(directory:configuration:logger:removalListener:)`` throws.
     public convenience init(
         name: String, configuration: Configuration,
         logger: Logger = Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() }),
@@ -28,15 +34,27 @@ enum CacheDirectory {
         -> URL
     {
         try validate(name)
-        return root(environment).appendingPathComponent(name, isDirectory: true)
+        return try root(environment).appendingPathComponent(name, isDirectory: true)
     }
 
-    /// `$XDG_CACHE_HOME` when absolute (the XDG spec ignores relative values), else `~/.cache`.
-    static func root(_ environment: [String: String]) -> URL {
+    /// `$XDG_CACHE_HOME` when absolute (the XDG spec says to ignore a relative value), else
+    /// `$HOME/.cache`, `HOME` unset or empty meaning the account's home directory.
+    ///
+    /// - Throws: ``CacheError/directoryUnavailable(path:reason:)`` when the home directory is not
+    ///   an absolute path: resolved against the working directory, it would put the cache
+    ///   wherever the process happened to start.
+    static func root(_ environment: [String: String]) throws -> URL {
         if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
             return URL(fileURLWithPath: xdg, isDirectory: true)
         }
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        guard home.hasPrefix("/") else {
+            throw CacheError.directoryUnavailable(
+                path: home,
+                reason: "HOME is not an absolute path, and a cache directory is never placed relative to the "
+                    + "working directory; set HOME or XDG_CACHE_HOME to an absolute path, or open the cache "
+                    + "with a directory URL")
+        }
         return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".cache", isDirectory: true)
     }
 

@@ -55,6 +55,9 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     ///
     /// - Parameters:
     ///   - logger: where the cache logs, at info level and below; nothing is logged by default.
+    ///     Keys, paths and error messages appear in its metadata escaped (control characters,
+    ///     bidi controls and line separators as `\n` or `\u{XXXX}`) and cut short (a key after
+    ///     64 characters, other text after 1,024), as in ``CacheError/description``.
     ///   - removalListener: called with each entry that leaves a tier and why.
     /// - Throws: what ``DiskCache/init(directory:configuration:logger:)`` throws.
     public init(
@@ -127,7 +130,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         do {
             entry = try disk.entry(forKey: bytes)
         } catch {
-            logger.debug("LMDBCache disk lookup failed", metadata: ["error": "\(error)"])
+            logger.debug("LMDBCache disk lookup failed", metadata: ["error": .escaped(error)])
             counters.diskMiss()
             return nil
         }
@@ -143,7 +146,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             // record, though: a write may have replaced it while it was being decoded.
             logger.info(
                 "LMDBCache could not decode a stored value; removing it",
-                metadata: ["key": "\(key)", "error": "\(error)"])
+                metadata: ["key": .escaped(key: key), "error": .escaped(error)])
             counters.diskMiss()
             counters.failedWrite()
             try? disk.removeData(forKey: bytes, ifUnchanged: entry.record)
@@ -347,7 +350,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     func countLoadFailure(_ error: any Error) {
         counters.loadFailure()
-        logger.debug("LMDBCache loader failed", metadata: ["error": "\(error)"])
+        logger.debug("LMDBCache loader failed", metadata: ["error": .escaped(error)])
     }
 
     /// Waits until the listener has heard of every disk eviction so far (for tests).
@@ -367,7 +370,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         failure.withLock { failure in
             if failure == nil { failure = error }
         }
-        logger.info("LMDBCache \(operation) failed", metadata: ["error": "\(error)"])
+        logger.info("LMDBCache \(operation) failed", metadata: ["error": .escaped(error)])
     }
 }
 

@@ -57,7 +57,7 @@ public final class DiskCache: Sendable {
         if !configuration.readOnly, let permissions = store.directory.permissionsOpenToOthers {
             logger.warning(
                 "LMDBCache directory is open to other users; 0700 keeps its files private",
-                metadata: ["path": "\(path)", "mode": "\(String(permissions, radix: 8))"])
+                metadata: ["path": .escaped(path), "mode": "\(String(permissions, radix: 8))"])
         }
         if configuration.automaticTrimming && !configuration.readOnly {
             let scheduler = TrimScheduler(tier: .disk, interval: configuration.autoTrimInterval, logger: logger) {
@@ -297,7 +297,8 @@ public final class DiskCache: Sendable {
         } catch CacheError.closed {
             return 0
         } catch {
-            logger.info("LMDBCache trim pass failed", metadata: ["path": "\(directory.path)", "error": "\(error)"])
+            logger.info(
+                "LMDBCache trim pass failed", metadata: ["path": .escaped(directory.path), "error": .escaped(error)])
             return 0
         }
     }
@@ -368,7 +369,7 @@ public final class DiskCache: Sendable {
             do {
                 try store.flush()
             } catch {
-                logger.error("LMDBCache could not flush on close", metadata: ["error": "\(error)"])
+                logger.error("LMDBCache could not flush on close", metadata: ["error": .escaped(error)])
             }
             DiskStore.registry.release(identity) { $0.close() }
         }

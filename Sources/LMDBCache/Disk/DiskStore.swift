@@ -232,7 +232,7 @@ final class DiskStore: Sendable {
         // Not thrown (the read is a miss), so it is logged above info: the one sign besides the metric.
         logger.warning(
             "LMDBCache found a damaged record; treating it as a miss and removing it",
-            metadata: ["path": "\(path)", "damage": "\(damage)"])
+            metadata: ["path": .escaped(path), "damage": "\(damage)"])
         damagedRecords.increment()
         let schedule = state.withLock { pending in
             pending.recordDamage(key)
@@ -322,7 +322,7 @@ final class DiskStore: Sendable {
                 // error, since writes are being lost until space is freed.
                 logger.log(
                     level: cacheError == .diskFull(path: path) ? .error : .info, "LMDBCache dropped a batch of writes",
-                    metadata: ["path": "\(path)", "writes": "\(batch.writes.count)", "error": "\(cacheError)"])
+                    metadata: ["path": .escaped(path), "writes": "\(batch.writes.count)", "error": "\(cacheError)"])
             }
         }
         state.withLock { pending in
@@ -335,7 +335,8 @@ final class DiskStore: Sendable {
                 try env.sync()
             } catch {
                 syncFailure = error as? CacheError ?? .lmdb(code: -1, operation: "mdb_env_sync", message: "\(error)")
-                logger.error("LMDBCache could not sync its store", metadata: ["path": "\(path)", "error": "\(error)"])
+                logger.error(
+                    "LMDBCache could not sync its store", metadata: ["path": .escaped(path), "error": .escaped(error)])
             }
             state.withLock { $0.markSynced(failure: syncFailure) }
         }
@@ -358,7 +359,9 @@ final class DiskStore: Sendable {
             let released = reserve.release()
             logger.info(
                 "LMDBCache found the disk full; evicting and retrying once",
-                metadata: ["path": "\(path)", "batchBytes": "\(batch.byteCount)", "reserveReleased": "\(released)"])
+                metadata: [
+                    "path": .escaped(path), "batchBytes": "\(batch.byteCount)", "reserveReleased": "\(released)",
+                ])
             // Later queued writes must not commit before this batch: no commits between the trim's
             // transactions.
             try trim(
@@ -391,7 +394,8 @@ final class DiskStore: Sendable {
                 TrimPlan(cost: max(0, totals.bytes - added), reason: .freeSpace), now: limits.clock.milliseconds)
         } catch {
             logger.error(
-                "LMDBCache could not trim to its free-space limit", metadata: ["path": "\(path)", "error": "\(error)"])
+                "LMDBCache could not trim to its free-space limit",
+                metadata: ["path": .escaped(path), "error": .escaped(error)])
         }
     }
 
@@ -412,7 +416,8 @@ final class DiskStore: Sendable {
                     try env.sync()
                 } catch {
                     logger.error(
-                        "LMDBCache could not sync its store", metadata: ["path": "\(path)", "error": "\(error)"])
+                        "LMDBCache could not sync its store",
+                        metadata: ["path": .escaped(path), "error": .escaped(error)])
                 }
             }
         }
@@ -425,7 +430,8 @@ final class DiskStore: Sendable {
         do {
             try trim(plan, now: limits.clock.milliseconds)
         } catch {
-            logger.error("LMDBCache could not trim to its limits", metadata: ["path": "\(path)", "error": "\(error)"])
+            logger.error(
+                "LMDBCache could not trim to its limits", metadata: ["path": .escaped(path), "error": .escaped(error)])
         }
     }
 

@@ -28,6 +28,10 @@ public enum CacheError: Error, Sendable, Equatable {
     /// A value could not be encoded or decoded by the cache's ``ValueCodec``.
     case codecFailed(operation: String, reason: String)
     /// A lookup that may not load (``LoadPolicy/cacheOnly``) found nothing.
+    ///
+    /// `key` is the key's description as given, for matching; the error's ``CacheError/description`` shows
+    /// it escaped and cut to 64 characters, so logging the error is safe whatever the key holds.
+    /// Logging `key` itself is not.
     case notFound(key: String)
     /// Any other failure reported by LMDB or the operating system, with LMDB's code and message.
     case lmdb(code: Int32, operation: String, message: String)
@@ -35,35 +39,45 @@ public enum CacheError: Error, Sendable, Equatable {
 
 extension CacheError: CustomStringConvertible {
     /// A one-line message saying what went wrong.
+    ///
+    /// The text a case carries (a key, a path, a name, another error's message) is escaped as the
+    /// inside of a Swift string literal (`\n`, `\"`, `\\`, and `\u{XXXX}` for every other
+    /// control character, Unicode format character such as a bidi control, line or paragraph
+    /// separator and unassigned code point) and cut short, ending `…[N bytes]`: a key after 64
+    /// characters, other text after 1,024. So a message is one line that holds nothing a client
+    /// could use to forge a log line or rewrite a terminal, whatever the key. The associated
+    /// values keep the text as it was.
     public var description: String {
+        let text = { (text: String) in LoggedText.render(text) }
         switch self {
         case .closed:
             return "the cache is closed; open a new instance to use the directory again"
         case .invalidKey(let reason):
-            return "invalid key: \(reason)"
+            return "invalid key: \(text(reason))"
         case .valueTooLarge(let size, let limit):
             return "value of \(size) bytes is larger than the limit of \(limit) bytes"
         case .directoryUnavailable(let path, let reason):
-            return "cannot use cache directory \(path): \(reason)"
+            return "cannot use cache directory \(text(path)): \(text(reason))"
         case .diskFull(let path):
-            return "no space left on the volume holding \(path)"
+            return "no space left on the volume holding \(text(path))"
         case .damagedStore(let path, let reason):
-            return "the store at \(path) is damaged (\(reason))"
+            return "the store at \(text(path)) is damaged (\(text(reason)))"
         case .unsupportedFormat(let path, let found, let supported):
             return
-                "the store at \(path) has record format \(found); this version reads format \(supported) and below"
+                "the store at \(text(path)) has record format \(found); this version reads format \(supported) and below"
         case .resourceExhausted(let resource, let operation):
-            return "\(operation) failed: \(resource)"
+            return "\(text(operation)) failed: \(text(resource))"
         case .storeInUse(let path, let operation):
-            return "cannot \(operation) the store at \(path) while another process has it open; close it there first"
+            return
+                "cannot \(text(operation)) the store at \(text(path)) while another process has it open; close it there first"
         case .invalidName(let name, let reason):
-            return "invalid cache name \"\(name)\": \(reason)"
+            return "invalid cache name \"\(text(name))\": \(text(reason))"
         case .codecFailed(let operation, let reason):
-            return "could not \(operation) a value: \(reason)"
+            return "could not \(text(operation)) a value: \(text(reason))"
         case .notFound(let key):
-            return "no cached value for key \(key)"
+            return "no cached value for key \(LoggedText.render(key, limit: LoggedText.keyLimit))"
         case .lmdb(let code, let operation, let message):
-            return "\(operation) failed: \(message) (LMDB code \(code))"
+            return "\(text(operation)) failed: \(text(message)) (LMDB code \(code))"
         }
     }
 }

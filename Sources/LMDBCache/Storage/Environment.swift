@@ -6,7 +6,7 @@ import Synchronization
 
 /// What to do when the store's file turns out to be damaged on open.
 public enum DamagedStorePolicy: Sendable {
-    /// Move the damaged file aside (`data.mdb.damaged-<time>`), log an error and start empty.
+    /// Move the damaged file aside (`data.mdb.damaged-<time>`, keeping the newest 3), log an error and start empty.
     case recreate
     /// Throw ``CacheError/damagedStore(path:reason:)``.
     case fail
@@ -82,10 +82,13 @@ final class Environment: @unchecked Sendable {
             // Renaming the file under another process's map would leave it writing to the
             // unlinked file: only a process alone on the store sets it aside.
             let reopened = try presence.alone { () throws -> Environment in
-                let aside = StoreFiles.data + ".damaged-\(Int(Date().timeIntervalSince1970))"
+                let aside = SetAsideFiles.name(at: Date())
                 logger.error(
                     "LMDBCache store is damaged; moving it aside and starting empty",
-                    metadata: ["path": "\(directory.path)", "reason": "\(reason)", "movedTo": "\(aside)"])
+                    metadata: [
+                        "path": .escaped(directory.path), "reason": .escaped(reason),
+                        "movedTo": .escaped(directory.path + "/" + aside),
+                    ])
                 guard !ProcessPresence.lmdbOpenElsewhere(directory: directory) else {
                     throw CacheError.damagedStore(
                         path: directory.path,
@@ -96,6 +99,7 @@ final class Environment: @unchecked Sendable {
                     throw CacheError.damagedStore(
                         path: directory.path, reason: "\(reason); moving it aside failed: \(errnoText())")
                 }
+                SetAsideFiles.removeOld(in: directory, keeping: aside, logger: logger)
                 return try Environment(directory: directory, options: options, logger: logger)
             }
             guard let reopened else {
@@ -121,7 +125,7 @@ final class Environment: @unchecked Sendable {
             mdb_reader_check(opened.env, &dead)
             if dead > 0 {
                 logger.info(
-                    "LMDBCache cleared stale reader slots", metadata: ["path": "\(path)", "slots": "\(dead)"])
+                    "LMDBCache cleared stale reader slots", metadata: ["path": .escaped(path), "slots": "\(dead)"])
             }
         }
         // A dead process's pin went with its reader slot: pin and record this snapshot now.
@@ -547,7 +551,7 @@ final class Environment: @unchecked Sendable {
             }
             logger.error(
                 "LMDBCache could not adopt a grown map",
-                metadata: ["path": "\(path)", "code": "\(code)", "reason": "\(errnoText(code))"])
+                metadata: ["path": .escaped(path), "code": "\(code)", "reason": "\(errnoText(code))"])
             // EINVAL (a transaction active) is refused before LMDB unmaps anything.
             if code != EINVAL { recoverMap(previousSize: previous, failure: code) }
             adoptionFailed.store(true, ordering: .releasing)
@@ -576,14 +580,14 @@ final class Environment: @unchecked Sendable {
                 logger.error(
                     "LMDBCache could not grow its map",
                     metadata: [
-                        "path": "\(path)", "from": "\(current)", "to": "\(next)", "reason": "\(errnoText(code))",
+                        "path": .escaped(path), "from": "\(current)", "to": "\(next)", "reason": "\(errnoText(code))",
                     ])
                 recoverMap(previousSize: current, failure: code)
                 // The write needs a bigger map and cannot have one: as good as a full disk.
                 throw CacheError.diskFull(path: path)
             }
             logger.debug(
-                "LMDBCache grew its map", metadata: ["path": "\(path)", "from": "\(current)", "to": "\(next)"])
+                "LMDBCache grew its map", metadata: ["path": .escaped(path), "from": "\(current)", "to": "\(next)"])
         }
     }
 
@@ -608,7 +612,7 @@ final class Environment: @unchecked Sendable {
         reopening.initialMapSize = previousSize
         do {
             env = try Self.openEnvironment(directory, reopening).env
-            logger.info("LMDBCache mapped its store again at the previous size", metadata: ["path": "\(path)"])
+            logger.info("LMDBCache mapped its store again at the previous size", metadata: ["path": .escaped(path)])
         } catch {
             unusable = CacheError.resourceExhausted(
                 resource:
@@ -617,7 +621,7 @@ final class Environment: @unchecked Sendable {
                 operation: "using the store at \(path)")
             logger.error(
                 "LMDBCache cannot map its store; every call fails until it is opened again",
-                metadata: ["path": "\(path)", "reason": "\(error)"])
+                metadata: ["path": .escaped(path), "reason": .escaped(error)])
         }
     }
 
@@ -647,7 +651,7 @@ final class Environment: @unchecked Sendable {
         if cleared > 0 {
             logger.info(
                 "LMDBCache cleared stale reader slots",
-                metadata: ["path": "\(path)", "slots": "\(cleared)", "before": "\(occasion)"])
+                metadata: ["path": .escaped(path), "slots": "\(cleared)", "before": "\(occasion)"])
         }
     }
 }

@@ -169,7 +169,7 @@ final class SyncedSnapshot: @unchecked Sendable {
         logger.warning(
             "LMDBCache found unsynced commits after an unclean shutdown; reopened at the last synced snapshot",
             metadata: [
-                "path": "\(directory.path)", "syncedTransaction": "\(parsed.transaction)",
+                "path": .escaped(directory.path), "syncedTransaction": "\(parsed.transaction)",
                 "discardedThrough": "\(newest)",
             ])
     }

@@ -77,6 +77,22 @@ struct SecurityTests {
             return rejected == name
         }
     }
+
+    /// A relative `$XDG_CACHE_HOME` is ignored (the XDG spec's rule); a relative `$HOME` has no
+    /// such fallback, and resolving it would write below the working directory: it is refused.
+    @Test("a relative HOME is refused, never resolved against the working directory", arguments: ["home/u", ".", "~u"])
+    func relativeHomeRefused(home: String) throws {
+        for environment in [["HOME": home], ["HOME": home, "XDG_CACHE_HOME": "relative/cache"]] {
+            #expect {
+                _ = try CacheDirectory.named("articles", environment: environment)
+            } throws: { error in
+                guard case .directoryUnavailable(let path, let reason) = error as? CacheError else { return false }
+                return path == home && reason.contains("HOME") && reason.contains("absolute")
+            }
+        }
+        let xdg = try CacheDirectory.named("articles", environment: ["HOME": home, "XDG_CACHE_HOME": "/srv/cache"])
+        #expect(xdg.path == "/srv/cache/articles", "an absolute XDG_CACHE_HOME needs no HOME")
+    }
 }
 
 /// Ownership checks change a file's owner, which needs root (root also passes every permission
