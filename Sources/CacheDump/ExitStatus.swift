@@ -25,6 +25,9 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case failure = 9
     /// `clear` was not confirmed.
     case cancelled = 10
+    /// Something is already at the `--output` path (a file, a symbolic link) and `--force` was
+    /// not given.
+    case outputExists = 11
     /// The command line is wrong (swift-argument-parser's status for validation errors).
     case usage = 64
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LMDBCache
 
 /// The file `cache-dump export` writes and `import` reads: JSON Lines. The first line names the
 /// format, `{"format":"lmdbcache-export","version":1}`; each further line is one entry:
@@ -16,6 +17,18 @@ public enum ExportFormat {
     public static let version = 1
     /// The header line, without its newline.
     public static var header: String { "{\"format\":\"\(name)\",\"version\":\(version)}" }
+
+    /// The longest value an entry may hold: the disk tier's limit (`DiskCache` refuses longer
+    /// ones with `CacheError.valueTooLarge`).
+    public static let maxValueLength = Record.maxValueSize
+    /// The longest key `import` takes, 16 MiB. The library takes keys of any length below 4 GiB,
+    /// but a key that long in a line would have import hold gigabytes for it; `export` warns
+    /// about keys it writes that are longer.
+    public static let maxKeyLength = 16 << 20
+    /// The longest line an entry may take: key and value at their limits in base64, the rest of
+    /// the line with the longest numbers, and 64 KiB to spare for spacing and fields a reader
+    /// ignores. `import` refuses a longer line without reading the rest of it.
+    public static let maxLineLength = base64Length(maxKeyLength) + base64Length(maxValueLength) + 256 + (64 << 10)
 
     /// One entry of an export file.
     public struct Entry: Equatable, Sendable {
@@ -70,13 +83,24 @@ public enum ExportFormat {
         }
     }
 
-    /// Parses one entry line.
+    /// Parses one entry line, checking it against every limit a write checks: a key of 1 byte to
+    /// ``maxKeyLength``, a value of at most ``maxValueLength``, times of 0 or more (an expiry
+    /// after 1970). Sizes are checked on the base64 text, before anything is decoded.
     public static func parseEntry(_ line: some Collection<UInt8>) throws(LineError) -> Entry {
         let fields: EntryFields
         do {
-            fields = try JSONDecoder().decode(EntryFields.self, from: Data(line))
+            fields = try JSONDecoder().decode(EntryFields.self, from: line as? Data ?? Data(line))
         } catch {
             throw LineError(description: "not an entry: \(Self.reason(error))")
+        }
+        if let length = decodedLength(fields.key), length > maxKeyLength {
+            throw LineError(
+                description: "\"key\" is \(bytes(length)); import takes keys of up to \(bytes(maxKeyLength))")
+        }
+        if let length = decodedLength(fields.value), length > maxValueLength {
+            throw LineError(
+                description:
+                    "\"value\" is \(bytes(length)); the disk tier stores values of up to \(bytes(maxValueLength))")
         }
         guard let key = Data(base64Encoded: fields.key), !key.isEmpty else {
             throw LineError(description: "\"key\" is not non-empty base64")
@@ -93,6 +117,25 @@ public enum ExportFormat {
         return Entry(
             key: [UInt8](key), value: [UInt8](value), created: UInt64(fields.created),
             accessed: UInt64(fields.accessed), expires: fields.expires.map { UInt64($0) })
+    }
+
+    /// `268,435,458 bytes (256.0 MiB)`.
+    private static func bytes(_ count: Int) -> String {
+        "\(OutputFormatting.count(count)) bytes (\(OutputFormatting.bytes(count)))"
+    }
+
+    /// The length of `count` bytes in base64 (padded).
+    static func base64Length(_ count: Int) -> Int {
+        (count + 2) / 3 * 4
+    }
+
+    /// How many bytes the base64 `text` decodes to, from its length and padding alone; nil when
+    /// its length is not a multiple of 4 (then it is not base64 at all).
+    static func decodedLength(_ text: String) -> Int? {
+        let utf8 = text.utf8
+        guard utf8.count % 4 == 0 else { return nil }
+        let padding = utf8.suffix(2).reversed().prefix { $0 == UInt8(ascii: "=") }.count
+        return utf8.count / 4 * 3 - padding
     }
 
     private static func reason(_ error: any Error) -> String {

@@ -1,5 +1,4 @@
 import Foundation
-import LMDBCache
 
 /// How a key is written on the command line: as text (its UTF-8 bytes), hexadecimal or base64,
 /// so that keys that are not UTF-8 can be named too.
@@ -38,15 +37,11 @@ public enum KeyEncoding: String, CaseIterable, Sendable {
     }
 }
 
-/// How `cache-dump` shows a key: as text when it is UTF-8 without control characters, else with
-/// every byte that is not printable ASCII escaped as `\xNN` (and a backslash as `\x5c`).
+/// How `cache-dump` shows a key: as text, with the bytes that are not UTF-8, controls, the
+/// backslash and invisible format and separator characters escaped (``TerminalText``), so a key
+/// can neither act on the terminal nor pass for another.
 public func displayKey(_ key: [UInt8]) -> String {
-    if let text = String(validating: key, as: UTF8.self),
-        !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == "\\" })
-    {
-        return text
-    }
-    return escapedKey(key)
+    TerminalText.escaped(key)
 }
 
 /// Lowercase hexadecimal of `bytes`.

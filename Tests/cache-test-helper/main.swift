@@ -9,6 +9,9 @@
 //   cache-test-helper hold DIR
 //       opens the cache, reads its totals (so it holds a reader slot), prints "open" and waits.
 //       Meant to be killed.
+//   cache-test-helper hold-named DIR NAME
+//       as hold, after renaming its main thread to NAME (at most 15 bytes; any bytes, escape
+//       sequences too) through /proc/self/comm, which then shows it. Meant to be killed.
 //   cache-test-helper hold-readonly DIR
 //       opens the cache read-only (as cache-dump does), reads its totals, prints "open" and
 //       waits. Meant to be killed.
@@ -229,6 +232,18 @@ do {
         FaultScenario.run(
             directory: directory, limitAddressSpace: arguments.count > 3 && arguments[3] == "address-space")
     case "hold":
+        let disk = try DiskCache(directory: directory)
+        _ = disk.totalCount
+        FileHandle.standardOutput.write(Data("open\n".utf8))
+        while true { sleep(60) }
+        withExtendedLifetime(disk) {}
+    case "hold-named":
+        guard arguments.count == 4 else { fail("usage: hold-named DIR NAME") }
+        // What prctl(PR_SET_NAME) does; /proc/self/comm is the main thread's (Swift cannot call
+        // the variadic prctl, and Glibc's module leaves out pthread_setname_np).
+        guard let comm = FileHandle(forWritingAtPath: "/proc/self/comm") else { fail("cannot open /proc/self/comm") }
+        try comm.write(contentsOf: Data(arguments[3].utf8))
+        try comm.close()
         let disk = try DiskCache(directory: directory)
         _ = disk.totalCount
         FileHandle.standardOutput.write(Data("open\n".utf8))

@@ -10,7 +10,7 @@ public struct CacheDumpCommand: ParsableCommand {
             Only put, rm, clear, trim, verify --repair, import, compact and readers --clear-stale \
             change the cache. Exit status: 0 done, 1 verify found problems, 2 key not found, \
             3 not a cache, 4 damaged, 5 newer format, 6 store in use, 7 bad input, \
-            8 symbolic link refused, 9 other failure, 10 not confirmed, 64 usage.
+            8 symbolic link refused, 9 other failure, 10 not confirmed, 11 output file exists, 64 usage.
             """,
         subcommands: [
             Stats.self, List.self, Get.self, Put.self, Remove.self, Clear.self, Trim.self, Verify.self,

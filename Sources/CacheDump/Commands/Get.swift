@@ -12,8 +12,16 @@ struct Get: ParsableCommand {
     @OptionGroup var keys: KeyOptions
     @Flag(help: "Write the value as hexadecimal text, with a final newline.")
     var hex = false
-    @Option(name: .shortAndLong, help: "Write to this file (created owner-only) instead.")
+    @Option(
+        name: .shortAndLong,
+        help: "Write to this new file (owner-only) instead; an existing one (a file or a link) is refused.")
     var output: String?
+    @Flag(help: "With --output: replace what is there with a new file (a link there is replaced, not followed).")
+    var force = false
+
+    func validate() throws {
+        if force && output == nil { throw ValidationError("--force goes with --output") }
+    }
 
     func run() throws {
         try reporting {
@@ -37,7 +45,7 @@ struct Get: ParsableCommand {
             let value = entry.value ?? []
             let payload = hex ? Array((hexString(value) + "\n").utf8) : value
             if let output {
-                try OutputFile.write(payload, to: output)
+                try OutputFile.write(payload, to: output, replacing: force)
             } else {
                 Console.write(bytes: payload)
             }

@@ -103,7 +103,7 @@ extension DiskCache {
             statistics.fileSize = store.fileSize
             let readers = try store.env.readerSlots()
             statistics.readerSlots = readers.count
-            statistics.staleReaderSlots = readers.filter { !$0.processIsAlive }.count
+            statistics.staleReaderSlots = readers.filter { $0.state == .stale }.count
             return statistics
         }
     }

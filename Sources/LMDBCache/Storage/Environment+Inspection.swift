@@ -4,14 +4,31 @@ import Glibc
 /// One slot of LMDB's reader table (in `lock.mdb`): a process that has, or had, a read
 /// transaction open.
 package struct ReaderSlot: Sendable, Equatable {
-    /// The process holding the slot.
+    /// The process holding the slot, as the slot records it.
     package var processID: Int32
     /// The thread, as LMDB prints it (hexadecimal).
     package var thread: String
     /// The snapshot the slot reads, or nil when its transaction is idle (reset).
     package var transaction: Int?
-    /// False when the process has exited: the slot is stale and `mdb_reader_check` frees it.
-    package var processIsAlive: Bool
+    /// Whether the process that took the slot still runs; `mdb_reader_check` frees stale slots.
+    package var state: ReaderState
+    /// The process holding LMDB's lock on the byte at offset ``processID`` of `lock.mdb`, as this
+    /// process sees it (`F_GETLK`); nil when none does or it could not be asked. For a live reader
+    /// in this process's pid namespace it is ``processID`` itself: only then is the process that
+    /// ``processID`` names known to be the reader, not another program given a dead reader's pid.
+    package var lockHolder: Int32?
+}
+
+/// Whether a reader slot's process still runs.
+package enum ReaderState: String, Sendable {
+    /// It holds LMDB's per-process lock in `lock.mdb` (or is this process).
+    case alive
+    /// No process holds its lock (or, without the lock file, no process has its pid): the reader
+    /// is gone, whatever program runs under that pid now.
+    case stale
+    /// It could not be told: the lock could not be asked and a process with that pid exists
+    /// that this one may not signal (another user's), or the slot holds no valid pid.
+    case unknown
 }
 
 /// The size and use of a store's data file, as LMDB reports them.
@@ -26,7 +43,16 @@ struct PageStatistics: Sendable {
 
 extension Environment {
     /// Every reader-table slot in use (this process's idle pooled transactions included), with
-    /// whether its process is still running.
+    /// whether its process still runs, decided as LMDB's `mdb_reader_check` decides it.
+    ///
+    /// A process with a read transaction on the store holds an `fcntl` write lock on the byte of
+    /// `lock.mdb` at the offset of its pid, from its first read transaction until it closes the
+    /// environment, and the kernel drops the lock when the process dies. So the slot of a reader
+    /// killed with SIGKILL shows stale even once its pid belongs to another program, which
+    /// `kill(pid, 0)` would call alive (or, for another user's program, fail with EPERM).
+    /// `F_GETLK` does not report this process's own locks: its own slots count as alive. Only
+    /// when `lock.mdb` cannot be opened does `kill(pid, 0)` decide: no such process is stale, one
+    /// this process may signal is alive, and EPERM is unknown.
     func readerSlots() throws -> [ReaderSlot] {
         final class Lines {
             var lines: [String] = []
@@ -42,13 +68,44 @@ extension Environment {
                 }, Unmanaged.passUnretained(collected).toOpaque())
         }
         // A header line ("pid thread txnid"), then "pid thread txnid|-" per slot, or "(no active readers)".
-        return collected.lines.compactMap { line in
+        let slots = collected.lines.compactMap { line -> (pid: Int32, thread: String, transaction: Int?)? in
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\n" })
             guard fields.count == 3, let pid = Int32(fields[0]) else { return nil }
-            let alive = kill(pid, 0) == 0 || errno != ESRCH
-            return ReaderSlot(
-                processID: pid, thread: String(fields[1]), transaction: Int(fields[2]), processIsAlive: alive)
+            return (pid, String(fields[1]), Int(fields[2]))
         }
+        guard !slots.isEmpty else { return [] }
+        return withLockProbe { probe in
+            slots.map { slot in
+                let (state, holder) = Self.readerState(slot.pid, probe: probe)
+                return ReaderSlot(
+                    processID: slot.pid, thread: slot.thread, transaction: slot.transaction, state: state,
+                    lockHolder: holder)
+            }
+        }
+    }
+
+    /// Whether process `pid` still reads the store, and which process holds its lock. `probe` is
+    /// a descriptor of `lock.mdb`, or -1.
+    private static func readerState(_ pid: Int32, probe: Int32) -> (ReaderState, Int32?) {
+        if pid == getpid() { return (.alive, pid) }
+        // Not a pid the kernel hands out: never given to kill(), where 0 and negative numbers
+        // name process groups.
+        guard pid > 0 else { return (.unknown, nil) }
+        if probe >= 0 {
+            var request = flock()
+            request.l_type = Int16(F_WRLCK)
+            request.l_whence = Int16(SEEK_SET)
+            request.l_start = off_t(pid)
+            request.l_len = 1
+            while fcntl(probe, F_GETLK, &request) != 0 {
+                // As LMDB takes it: an error means the process may be alive.
+                if errno != EINTR { return (.unknown, nil) }
+            }
+            if request.l_type == Int16(F_UNLCK) { return (.stale, nil) }
+            return (.alive, request.l_pid)
+        }
+        if kill(pid, 0) == 0 { return (.alive, nil) }
+        return (errno == ESRCH ? .stale : .unknown, nil)
     }
 
     /// The data file's page size, extent and free pages. Reads LMDB's free list (database 0) in

@@ -54,6 +54,11 @@ final class Environment: @unchecked Sendable {
     private let idleReaders = Locked<[TransactionHandle]>([])
     /// In `.periodic` mode (`MDB_NOSYNC`), what keeps the last synced snapshot recoverable.
     private let syncedSnapshot: SyncedSnapshot?
+    /// A read-only descriptor of `lock.mdb` for asking (`F_GETLK`) whether a reader's process
+    /// holds LMDB's lock: nil until first needed, -1 when it could not be opened. Closed only in
+    /// ``close()``, after LMDB closed its own: closing any descriptor of a file drops every
+    /// `fcntl` lock the process holds on it, LMDB's included.
+    private let lockProbe = Locked<Int32?>(nil)
     private static let maxIdleReaders = 64
     /// How many times one write may grow the map before it is declared impossible.
     private static let maxGrowthsPerWrite = 40
@@ -147,6 +152,10 @@ final class Environment: @unchecked Sendable {
         abortIdleReaders()
         syncedSnapshot?.release()
         if unusable == nil { mdb_env_close(env) }
+        lockProbe.withLock { probe in
+            if let descriptor = probe, descriptor >= 0 { Glibc.close(descriptor) }
+            probe = -1
+        }
     }
 
     // MARK: Reading
@@ -634,6 +643,18 @@ final class Environment: @unchecked Sendable {
     }
 
     // MARK: Readers
+
+    /// Runs `body` with a descriptor of `lock.mdb` that `fcntl(F_GETLK)` can ask about LMDB's
+    /// locks (opened on first use and kept until ``close()``), or -1 when it cannot be opened.
+    func withLockProbe<T>(_ body: (Int32) throws -> T) rethrows -> T {
+        try lockProbe.withLock { probe in
+            if probe == nil {
+                // Reading is enough: F_GETLK asks about locks without taking one.
+                probe = Glibc.open(path + "/lock.mdb", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            }
+            return try body(probe ?? -1)
+        }
+    }
 
     /// Clears reader slots left by processes that died; returns how many were cleared.
     @discardableResult
