@@ -650,7 +650,7 @@ final class Environment: @unchecked Sendable {
         try lockProbe.withLock { probe in
             if probe == nil {
                 // Reading is enough: F_GETLK asks about locks without taking one.
-                probe = Glibc.open(path + "/lock.mdb", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                probe = openat(directory.descriptor, "lock.mdb", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             }
             return try body(probe ?? -1)
         }
