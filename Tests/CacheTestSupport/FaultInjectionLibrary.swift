@@ -40,6 +40,15 @@ public enum FaultInjectionLibrary {
         return environment
     }
 
+    /// The environment a helper process needs to abort on a `close` of a descriptor that is not
+    /// open (a descriptor closed twice), failing nothing.
+    public static func abortingOnBadClose() throws -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["LD_PRELOAD"] = try path()
+        environment["LMDBCACHE_ABORT_ON_BAD_CLOSE"] = "1"
+        return environment
+    }
+
     private static func build() throws -> String {
         // Tests/CacheTestSupport/FaultInjectionLibrary.swift -> Tests/FaultInjection/inject-faults.c
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

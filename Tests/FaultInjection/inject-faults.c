@@ -8,6 +8,7 @@
 //   LMDBCACHE_FAULT_ERROR       the error, as a number (an errno value or an LMDB code)
 //   LMDBCACHE_FAULT_OCCURRENCE  "N": fail the Nth call (from 1); "N+": that call and every later one
 //   LMDBCACHE_FAULT_REPORT      when set, how often each call was made is printed on stderr at exit
+//   LMDBCACHE_ABORT_ON_BAD_CLOSE when set, a close() of a descriptor that is not open aborts
 //
 // mdb_env_set_mapsize is not failed by itself: the mmap calls LMDB makes inside it fail, so
 // LMDB's own failure path runs (it has unmapped the old map by then). mdb_txn_commit aborts the
@@ -160,6 +161,21 @@ int fstatvfs(int descriptor, struct statvfs *result) {
         return -1;
     }
     return next(descriptor, result);
+}
+
+// With LMDBCACHE_ABORT_ON_BAD_CLOSE set, a close() of a descriptor that is not open aborts the
+// process: closing a number twice closes whatever another thread was given under it meanwhile.
+int close(int descriptor) {
+    static int (*next)(int);
+    if (!next) next = real("close");
+    int result = next(descriptor);
+    if (result != 0 && errno == EBADF && getenv("LMDBCACHE_ABORT_ON_BAD_CLOSE")) {
+        char line[96];
+        int length = snprintf(line, sizeof line, "inject-faults: close(%d) of a descriptor not open\n", descriptor);
+        if (length > 0) write(2, line, (size_t)length < sizeof line ? (size_t)length : sizeof line - 1);
+        abort();
+    }
+    return result;
 }
 
 // How often each call was made, for choosing occurrences worth failing.

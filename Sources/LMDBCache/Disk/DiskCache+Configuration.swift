@@ -67,7 +67,9 @@ extension DiskCache {
         public var maxPendingBytes: Int = 64 << 20
         /// How long opening the store waits while another process has it to itself (a
         /// compaction or repair copying it, which can take minutes on a large store) before
-        /// throwing ``CacheError/storeInUse(path:operation:)``. Default 30 s.
+        /// throwing ``CacheError/storeInUse(path:operation:)``. It bounds as well the wait for
+        /// another thread of this process that is opening the same store (and may be waiting for
+        /// longer). Default 30 s.
         public var openTimeout: Duration = .seconds(30)
         /// The time source for expiry and access order.
         public var clock: CacheClock = .system

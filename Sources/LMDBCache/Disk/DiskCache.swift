@@ -42,7 +42,9 @@ public final class DiskCache: Sendable {
         self.configuration = configuration
         self.logger = logger
         limits = configuration.limits
-        (store, identity) = try DiskStore.registry.acquire(directory: path, existing: configuration.readOnly) {
+        (store, identity) = try DiskStore.registry.acquire(
+            directory: path, existing: configuration.readOnly, timeout: configuration.openTimeout
+        ) {
             directory in
             if configuration.readOnly {
                 var info = stat()

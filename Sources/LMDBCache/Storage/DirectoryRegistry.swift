@@ -47,11 +47,18 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: @unchecked Sendable
 
     /// Opens and checks `directory` (``StoreDirectory``; created owner-only when missing, unless
     /// `existing`), then returns the object for it, calling `create` only if no handle has it open.
+    ///
+    /// While another thread of this process is opening the same directory (which may itself be
+    /// waiting, for as long as its own timeout, for another process's compaction), this open
+    /// waits at most `timeout`, then throws ``CacheError/storeInUse(path:operation:)``: an open's
+    /// wait is bounded by its own timeout, not by a longer one another caller chose.
     func acquire(
-        directory: String, existing: Bool = false, create: (StoreDirectory) throws -> Object
+        directory: String, existing: Bool = false, timeout: Duration? = nil,
+        create: (StoreDirectory) throws -> Object
     ) throws -> (object: Object, identity: DirectoryIdentity) {
         let opened = try StoreDirectory(path: directory, existing: existing)
         let identity = opened.identity
+        let deadline = timeout.flatMap(Self.deadline)
         condition.lock()
         while true {
             switch states[identity] {
@@ -59,7 +66,20 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: @unchecked Sendable
                 states[identity] = .open(object, handles: handles + 1)
                 condition.unlock()
                 return (object, identity)
-            case .opening, .closing:
+            case .opening:
+                guard let deadline, let timeout else {
+                    condition.wait()
+                    continue
+                }
+                if Date() < deadline {
+                    _ = condition.wait(until: deadline)
+                    continue
+                }
+                condition.unlock()
+                throw CacheError.storeInUse(
+                    path: directory,
+                    operation: "open (waited \(timeout) for another open of the same store in this process)")
+            case .closing:
                 condition.wait()
                 continue
             case nil:
@@ -96,6 +116,14 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: @unchecked Sendable
         condition.unlock()
         close(object)
         settle(identity, nil)
+    }
+
+    /// When a wait of `timeout` from now ends; nil for a timeout so long (past about three years)
+    /// that it means "no limit": Foundation's timed wait cannot represent dates centuries ahead.
+    private static func deadline(_ timeout: Duration) -> Date? {
+        let (seconds, attoseconds) = timeout.components
+        guard seconds < 100_000_000 else { return nil }
+        return Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
     }
 
     /// Ends an `opening` or `closing` state and wakes the opens waiting for it.

@@ -44,7 +44,7 @@ final class ProcessPresence: @unchecked Sendable {
         if code == EAGAIN || code == EACCES {
             logger.info(
                 "LMDBCache is waiting for another process that has the store to itself (a compaction or repair)",
-                metadata: ["path": "\(directory.path)", "timeout": "\(timeout)"])
+                metadata: ["path": .escaped(directory.path), "timeout": "\(timeout)"])
         }
         while code == EAGAIN || code == EACCES, ContinuousClock.now < deadline {
             let remaining = ContinuousClock.now.duration(to: deadline)

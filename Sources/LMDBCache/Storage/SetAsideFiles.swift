@@ -92,7 +92,9 @@ enum SetAsideFiles {
 
     /// The names in the directory open as `descriptor`, as bytes (a name need not be UTF-8).
     private static func entries(_ descriptor: Int32) -> [[UInt8]] {
-        let copy = dup(descriptor)
+        // A description of its own, not `dup`: a duplicate shares the directory's reading
+        // position, so once one listing reached the end every later one would find nothing.
+        let copy = openat(descriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard copy >= 0 else { return [] }
         guard let listing = fdopendir(copy) else {
             close(copy)

@@ -39,8 +39,10 @@ final class StoreDirectory: Sendable {
         self.path = path
         if !existing { try Self.makeDirectories(path) }
         let (parentPath, name) = Self.split(path)
-        // The parent as named: whoever may write it could swap the cache directory.
-        let parent = open(parentPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        // The parent as named: whoever may write it could swap the cache directory. Opened with
+        // O_PATH: looking a name up and fstat need only search permission, as a path lookup does,
+        // so a parent the user may search but not list (mode 0711) is no reason to refuse.
+        let parent = open(parentPath, Self.pathOnly | O_DIRECTORY | O_CLOEXEC)
         guard parent >= 0 else {
             throw CacheError.directoryUnavailable(
                 path: path, reason: errno == ENOENT ? "no such directory" : errnoText())
@@ -66,29 +68,43 @@ final class StoreDirectory: Sendable {
             let reason = errno == ENOTDIR ? "a file that is not a directory is in the way" : errnoText()
             throw CacheError.directoryUnavailable(path: path, reason: reason)
         }
-        descriptor = opened
-        var info = stat()
+        // Every check runs on the local descriptor, and the stored properties are set only once
+        // they all passed: a class whose properties are all set runs `deinit` when its init
+        // throws, and closing `opened` both here and there closed a number another thread may
+        // already have been given again.
+        let info: stat
         do {
-            guard fstat(opened, &info) == 0 else {
-                throw CacheError.directoryUnavailable(path: path, reason: errnoText())
-            }
-            identity = DirectoryIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-            try Self.checkDirectory(info, path: path)
-            if follow == 0 {
-                // The parent of where the link leads must be as safe as the named one.
-                let realParent = openat(opened, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                guard realParent >= 0 else {
-                    throw CacheError.directoryUnavailable(path: path, reason: "cannot open its parent: \(errnoText())")
-                }
-                defer { close(realParent) }
-                try Self.checkParent(realParent, named: "the directory \(path) leads to's parent", of: path)
-            }
-            try checkStoreFiles()
+            info = try Self.checkOpened(opened, path: path, followedLink: follow == 0)
         } catch {
             close(opened)
             throw error
         }
+        descriptor = opened
+        identity = DirectoryIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
+
+    /// Runs every check on the directory just opened as `opened`; its `fstat` when they pass.
+    private static func checkOpened(_ opened: Int32, path: String, followedLink: Bool) throws -> stat {
+        var info = stat()
+        guard fstat(opened, &info) == 0 else {
+            throw CacheError.directoryUnavailable(path: path, reason: errnoText())
+        }
+        try checkDirectory(info, path: path)
+        if followedLink {
+            // The parent of where the link leads must be as safe as the named one.
+            let realParent = openat(opened, "..", pathOnly | O_DIRECTORY | O_CLOEXEC)
+            guard realParent >= 0 else {
+                throw CacheError.directoryUnavailable(path: path, reason: "cannot open its parent: \(errnoText())")
+            }
+            defer { close(realParent) }
+            try checkParent(realParent, named: "the directory \(path) leads to's parent", of: path)
+        }
+        try checkStoreFiles(in: opened, path: path)
+        return info
+    }
+
+    /// `O_PATH` (Linux's value on every architecture Swift runs on; Glibc's module does not export it).
+    private static let pathOnly: Int32 = 0o10_000_000
 
     deinit {
         close(descriptor)
@@ -97,6 +113,10 @@ final class StoreDirectory: Sendable {
     /// Refuses a store file that is a symbolic link or not a regular file, belongs to another
     /// user, or has another name (a hard link). Missing files pass.
     func checkStoreFiles() throws {
+        try Self.checkStoreFiles(in: descriptor, path: path)
+    }
+
+    private static func checkStoreFiles(in descriptor: Int32, path: String) throws {
         let user = geteuid()
         for name in StoreFiles.regular {
             var info = stat()
