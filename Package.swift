@@ -16,9 +16,12 @@ let fuzzTargets: [Target] = ((try? FileManager.default.contentsOfDirectory(atPat
         .executableTarget(name: "fuzz-\(name)", dependencies: ["CacheTestSupport"], path: "Fuzz/\(name)")
     }
 
+// Linux only. The library uses Glibc, Linux's open-file-description locks (F_OFD_SETLK),
+// /proc/self/fd to reach an opened directory, /proc/sys/kernel/random/boot_id, and Debian's
+// liblmdb-dev and zlib1g-dev through system-library targets. So it names no Apple platform: a
+// `platforms` line would claim a macOS build that does not exist.
 let package = Package(
     name: "LMDBCache",
-    platforms: [.macOS(.v15)],
     products: [
         .library(name: "LMDBCache", targets: ["LMDBCache"]),
         .executable(name: "cache-dump", targets: ["cache-dump"]),
