@@ -97,7 +97,7 @@ final class StoreDirectory: Sendable {
                 throw CacheError.directoryUnavailable(path: path, reason: "cannot open its parent: \(errnoText())")
             }
             defer { close(realParent) }
-            try checkParent(realParent, named: "the directory \(path) leads to's parent", of: path)
+            try checkParent(realParent, named: "(the parent of where \(path) leads)", of: path)
         }
         try checkStoreFiles(in: opened, path: path)
         return info

@@ -23,23 +23,9 @@ struct OpenWaitTests {
             other.remove()
         }
         try DiskCache(directory: held.url).close()
-        let holder = try HelperProcess(["hold-exclusive", held.path])
-        defer {
-            holder.kill()
-            _ = holder.wait()
-        }
-        try #require(holder.readLine() == "exclusive")
-
-        let waiting = LogSignal("waiting for another process")
-        var waitLong = DiskCache.Configuration()
-        waitLong.openTimeout = .seconds(3_600)
-        let configuration = waitLong
-        let blocked = PendingOutcome<DiskCache>()
-        Thread.detachNewThread {
-            blocked.finish(
-                Result { try DiskCache(directory: held.url, configuration: configuration, logger: waiting.logger) })
-        }
-        #expect(waiting.wait(seconds: Self.hang), "the open of the held store says it waits")
+        let hold = try ExclusiveHold(held.url)
+        let (blocked, waits) = startWaitingOpen(held.url, seconds: Self.hang)
+        #expect(waits, "the open of the held store says it waits")
 
         let others = outcome(within: Self.hang) { () throws -> [UInt8]? in
             let disk = try DiskCache(directory: other.url)
@@ -52,8 +38,7 @@ struct OpenWaitTests {
         #expect(try others?.get() == [7], "another directory opened and closed while the held one waited")
         #expect(blocked.wait(seconds: 0) == nil, "the held store's open still waits")
 
-        holder.kill()
-        _ = holder.wait()
+        hold.release()
         let opened = try #require(blocked.wait(seconds: Self.hang), "the open went on once the hold ended")
         try opened.get().close()
     }
@@ -63,12 +48,8 @@ struct OpenWaitTests {
         let held = TemporaryDirectory()
         defer { held.remove() }
         try DiskCache(directory: held.url).close()
-        let holder = try HelperProcess(["hold-exclusive", held.path])
-        defer {
-            holder.kill()
-            _ = holder.wait()
-        }
-        try #require(holder.readLine() == "exclusive")
+        let hold = try ExclusiveHold(held.url)
+        defer { hold.release() }
         var waitBriefly = DiskCache.Configuration()
         waitBriefly.openTimeout = .milliseconds(50)
         let configuration = waitBriefly

@@ -24,8 +24,10 @@ struct SecurityReviewTests {
         try DiskCache(directory: good).close()
         try StoreDirectoryTests.makeDirectory(refused, mode: 0o777)
         let environment = try FaultInjectionLibrary.abortingOnBadClose()
-        for (directory, expected) in [(good, "good 0 poisoned 0 missing 1 refused 0"),
-                                      (refused, "good 0 poisoned 0 missing 0 refused 1")] {
+        for (directory, expected) in [
+            (good, "good 0 poisoned 0 missing 1 refused 0"),
+            (refused, "good 0 poisoned 0 missing 0 refused 1"),
+        ] {
             let helper = try HelperProcess(["open-read-loop", directory.path, "k", "1"], environment: environment)
             let summary = helper.readLine()
             let errors = helper.errorText()
@@ -43,29 +45,15 @@ struct SecurityReviewTests {
         let held = TemporaryDirectory()
         defer { held.remove() }
         try DiskCache(directory: held.url).close()
-        let holder = try HelperProcess(["hold-exclusive", held.path])
-        defer {
-            holder.kill()
-            _ = holder.wait()
-        }
-        try #require(holder.readLine() == "exclusive")
-
-        let waiting = LogSignal("waiting for another process")
-        var waitLong = DiskCache.Configuration()
-        waitLong.openTimeout = .seconds(3_600)
-        let long = waitLong
-        let first = PendingOutcome<DiskCache>()
-        Thread.detachNewThread {
-            first.finish(Result { try DiskCache(directory: held.url, configuration: long, logger: waiting.logger) })
-        }
-        #expect(waiting.wait(seconds: OpenWaitTests.hang), "the first open waits for the exclusive hold")
+        let hold = try ExclusiveHold(held.url)
+        let (first, waits) = startWaitingOpen(held.url, seconds: OpenWaitTests.hang)
+        #expect(waits, "the first open waits for the exclusive hold")
 
         var waitBriefly = DiskCache.Configuration()
         waitBriefly.openTimeout = .milliseconds(50)
         let brief = waitBriefly
         let second = outcome(within: OpenWaitTests.hang) { try DiskCache(directory: held.url, configuration: brief) }
-        holder.kill()
-        _ = holder.wait()
+        hold.release()
         let secondResult = try #require(second, "the second open returned while the first still waited")
         #expect {
             try secondResult.get().close()
@@ -85,12 +73,8 @@ struct SecurityReviewTests {
         try StoreDirectoryTests.makeDirectory(base.url, mode: 0o755)
         let held = base.url.appendingPathComponent("cache\n\u{1B}[2J\u{202E}")
         try DiskCache(directory: held).close()
-        let holder = try HelperProcess(["hold-exclusive", held.path])
-        defer {
-            holder.kill()
-            _ = holder.wait()
-        }
-        try #require(holder.readLine() == "exclusive")
+        let hold = try ExclusiveHold(held)
+        defer { hold.release() }
         var noWait = DiskCache.Configuration()
         noWait.openTimeout = .zero
         let log = CapturedLog()

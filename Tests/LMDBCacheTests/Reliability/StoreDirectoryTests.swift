@@ -218,7 +218,7 @@ struct TwoUserAttackTests {
 
 /// Users and system calls for ``TwoUserAttackTests``.
 enum TwoUsers {
-    static let nobody: uid_t = getpwnam("nobody")?.pointee.pw_uid ?? 65_534
+    static let nobody = ForeignOwnerTests.nobody
 
     /// The helper can be run as nobody: every directory on its path is searchable by others.
     static let helperRunsAsNobody: Bool = {

@@ -1,3 +1,4 @@
+import CacheTestSupport
 import Foundation
 import Logging
 
@@ -60,4 +61,44 @@ final class LogSignal: Sendable {
             if "\(event.message)".contains(signal.fragment) { signal.seen.signal() }
         }
     }
+}
+
+/// Another process holding a store's presence lock exclusively, as a compaction or repair does
+/// (`cache-test-helper hold-exclusive`), until ``release()`` or the end of the test.
+final class ExclusiveHold {
+    private let holder: HelperProcess
+    private var released = false
+
+    /// Starts the holder and returns once it holds the lock.
+    init(_ directory: URL) throws {
+        holder = try HelperProcess(["hold-exclusive", directory.path])
+        guard holder.readLine() == "exclusive" else {
+            holder.kill()
+            throw CacheError.storeInUse(path: directory.path, operation: "hold (the holder did not start)")
+        }
+    }
+
+    /// Ends the hold (the holder is killed; the kernel drops its lock).
+    func release() {
+        guard !released else { return }
+        released = true
+        holder.kill()
+        _ = holder.wait()
+    }
+
+    deinit { release() }
+}
+
+/// Starts opening `directory` on a thread of its own with an hour's `openTimeout`, and returns
+/// the pending open with whether it said, within `seconds`, that it waits for another process.
+func startWaitingOpen(_ directory: URL, seconds: Double) -> (open: PendingOutcome<DiskCache>, waits: Bool) {
+    let waiting = LogSignal("waiting for another process")
+    var configuration = DiskCache.Configuration()
+    configuration.openTimeout = .seconds(3_600)
+    let waitLong = configuration
+    let open = PendingOutcome<DiskCache>()
+    Thread.detachNewThread {
+        open.finish(Result { try DiskCache(directory: directory, configuration: waitLong, logger: waiting.logger) })
+    }
+    return (open, waiting.wait(seconds: seconds))
 }
