@@ -25,6 +25,8 @@ let package = Package(
     products: [
         .library(name: "LMDBCache", targets: ["LMDBCache"]),
         .executable(name: "cache-dump", targets: ["cache-dump"]),
+        // Hummingbird's PersistDriver on the disk tier.
+        .library(name: "LMDBCacheHummingbird", targets: ["LMDBCacheHummingbird"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -32,6 +34,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
         .systemLibrary(
@@ -58,6 +61,18 @@ let package = Package(
         ),
         // The cache-dump commands, apart from their executable so tests and fuzzing can reach the
         // export-file parser and the argument parsers.
+        .target(
+            name: "LMDBCacheHummingbird",
+            dependencies: ["LMDBCache", .product(name: "Hummingbird", package: "hummingbird")]
+        ),
+        .testTarget(
+            name: "LMDBCacheHummingbirdTests",
+            dependencies: [
+                "LMDBCacheHummingbird", "CacheTestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "CacheDump",
             dependencies: [
