@@ -25,6 +25,18 @@ let package = Package(
     products: [
         .library(name: "LMDBCache", targets: ["LMDBCache"]),
         .executable(name: "cache-dump", targets: ["cache-dump"]),
+        // The framework integrations. Each is empty unless its package trait is enabled (below).
+        .library(name: "LMDBCacheVapor", targets: ["LMDBCacheVapor"]),
+        .library(name: "LMDBCacheHummingbird", targets: ["LMDBCacheHummingbird"]),
+    ],
+    // A package that uses only LMDBCache never fetches or builds Vapor or Hummingbird: each
+    // integration's framework dependency is conditioned on a trait that is off by default.
+    // Enable one on the dependency line: `.package(url: …, from: …, traits: ["Vapor"])`; here,
+    // `swift build --traits Vapor,Hummingbird`.
+    traits: [
+        .trait(name: "Vapor", description: "The LMDBCacheVapor product: Vapor's Cache on the disk tier."),
+        .trait(name: "Hummingbird", description: "The LMDBCacheHummingbird product: Hummingbird's PersistDriver on the disk tier."),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -32,6 +44,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/vapor/vapor.git", from: "4.122.3"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
         .systemLibrary(
@@ -101,6 +115,37 @@ let package = Package(
         .testTarget(
             name: "LMDBCacheStressTests",
             dependencies: ["LMDBCache"]
+        ),
+        // The framework integrations and their tests, built against the frameworks only when
+        // the trait is on (the plain CI stage); without it the modules compile empty.
+        .target(
+            name: "LMDBCacheVapor",
+            dependencies: [
+                "LMDBCache",
+                .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+            ]
+        ),
+        .testTarget(
+            name: "LMDBCacheVaporTests",
+            dependencies: [
+                "LMDBCacheVapor", "CacheTestSupport",
+                .product(name: "XCTVapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+            ]
+        ),
+        .target(
+            name: "LMDBCacheHummingbird",
+            dependencies: [
+                "LMDBCache",
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+            ]
+        ),
+        .testTarget(
+            name: "LMDBCacheHummingbirdTests",
+            dependencies: [
+                "LMDBCacheHummingbird", "CacheTestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ]
         ),
     ] + fuzzTargets,
     swiftLanguageModes: [.v6]

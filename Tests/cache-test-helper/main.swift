@@ -52,6 +52,10 @@
 //       COUNT times: opens the cache, reads KEY as UTF-8 and closes it; prints "good G poisoned P
 //       missing M refused R" (values "good" and "poisoned"; refused: the open or read threw) and
 //       the first refusal's error on stderr
+//   cache-test-helper read DIR KEY
+//       prints the value stored under KEY as UTF-8 text, or "missing"
+//   cache-test-helper put DIR KEY TEXT
+//       stores TEXT's UTF-8 under KEY, flushes and closes; prints "stored"
 //   cache-test-helper faults DIR [address-space]
 //       open, write, flush, read, compact, trim, close, one line per step's outcome (FaultScenario);
 //       run with the inject-faults interposer preloaded, or with its address space capped
@@ -300,6 +304,17 @@ do {
             }
         }
         print("good \(tally.good) poisoned \(tally.poisoned) missing \(tally.missing) refused \(tally.refused)")
+    case "read":
+        guard arguments.count == 4 else { fail("usage: read DIR KEY") }
+        let disk = try DiskCache(directory: directory)
+        print(try disk.data(forKey: arguments[3]).map { String(decoding: $0, as: UTF8.self) } ?? "missing")
+        disk.close()
+    case "put":
+        guard arguments.count == 5 else { fail("usage: put DIR KEY TEXT") }
+        let disk = try DiskCache(directory: directory)
+        try disk.setData(Array(arguments[4].utf8), forKey: arguments[3])
+        disk.close()
+        print("stored")
     case "closed":
         let disk = try DiskCache(directory: directory)
         disk.close()
