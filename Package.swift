@@ -45,6 +45,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         .package(url: "https://github.com/vapor/vapor.git", from: "4.122.3"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
@@ -130,6 +132,8 @@ let package = Package(
             dependencies: [
                 "LMDBCacheVapor", "CacheTestSupport",
                 .product(name: "XCTVapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+                // A real HTTP request in flight while the application shuts down.
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Vapor"])),
             ]
         ),
         .target(
@@ -137,6 +141,8 @@ let package = Package(
             dependencies: [
                 "LMDBCache",
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+                // NIOThreadPool: the disk calls run off Swift's cooperative pool.
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
             ]
         ),
         .testTarget(

@@ -123,5 +123,84 @@ struct LMDBPersistDriverTests {
         #expect(reader.readLine() == "\"from the service\"")
         #expect(reader.wait() == 0)
     }
+
+    @Test("shutdown twice, or after run() ended with graceful shutdown, does nothing more")
+    func repeatedShutdown() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let persist = try LMDBPersistDriver(directory: dir.url)
+        try await persist.set(key: "a", value: "b", expires: nil)
+        try await testGracefulShutdown { trigger in
+            let running = Task { try await persist.run() }
+            trigger.triggerGracefulShutdown()
+            try await running.value
+        }
+        try await persist.shutdown()
+        try await persist.shutdown()
+    }
+
+    @Test("two drivers on one directory: of four concurrent creates of a key, one succeeds")
+    func createIsExclusiveAcrossDrivers() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let drivers = [try LMDBPersistDriver(directory: dir.url), try LMDBPersistDriver(directory: dir.url)]
+        var keysCreatedTwice = 0
+        for round in 0..<1_000 {
+            let key = "k\(round)"
+            let created = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for attempt in 0..<4 {
+                    group.addTask {
+                        do {
+                            try await drivers[attempt % 2].create(key: key, value: attempt, expires: nil)
+                            return true
+                        } catch let error as PersistError where error == .duplicate {
+                            return false
+                        }
+                    }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(created >= 1)
+            if created > 1 { keysCreatedTwice += 1 }
+        }
+        #expect(keysCreatedTwice == 0)
+        for driver in drivers { try await driver.shutdown() }
+    }
+
+    @Test("a set without expiry racing a remove never leaves the new value with the removed one's expiry")
+    func setWithoutExpiryRacingRemove() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let persist = try LMDBPersistDriver(directory: dir.url)
+        var inherited = 0
+        for round in 0..<2_000 {
+            let key = "r\(round)"
+            try await persist.set(key: key, value: "old", expires: .seconds(3_600))
+            async let set: Void = persist.set(key: key, value: "new", expires: nil)
+            async let remove: Void = persist.remove(key: key)
+            _ = try await (set, remove)
+            // Either order is fine: removed (nil), or "new" set after the removal (no expiry).
+            if let (_, ttl) = try await persist.getWithTTL(key: key, as: String.self), ttl != nil { inherited += 1 }
+        }
+        #expect(inherited == 0)
+        try await persist.shutdown()
+    }
+
+    @Test("the empty key holds nothing: get is nil, remove does nothing, set throws invalidKey")
+    func emptyKey() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let persist = try LMDBPersistDriver(directory: dir.url)
+        #expect(try await persist.get(key: "", as: Int.self) == nil)
+        #expect(try await persist.getWithTTL(key: "", as: Int.self) == nil)
+        try await persist.remove(key: "")
+        await #expect {
+            try await persist.set(key: "", value: 1, expires: nil)
+        } throws: { error in
+            if case CacheError.invalidKey = error { return true }
+            return false
+        }
+        try await persist.shutdown()
+    }
 }
 #endif
