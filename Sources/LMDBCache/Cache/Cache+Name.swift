@@ -12,7 +12,7 @@ extension Cache {
     ///
     /// - Throws: ``CacheError/invalidName(name:reason:)`` for a name that is empty, `.` or `..`,
     ///   or contains `/` or a NUL; ``CacheError/directoryUnavailable(path:reason:)`` when the
-    ///   directory would come from a `HOME` that is not an absolute path; otherwise what
+    ///   directory would come from a `HOME` that is not an absolute path or does not exist; otherwise what
     ///   ``init(directory:configuration:logger:removalListener:)`` throws.
     public convenience init(
         name: String, configuration: Configuration,
@@ -30,11 +30,12 @@ extension Cache {
 /// Where named caches live.
 enum CacheDirectory {
     /// The directory of the cache called `name`.
-    static func named(_ name: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws
-        -> URL
-    {
+    static func named(
+        _ name: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+        isDirectory: (String) -> Bool = isDirectory
+    ) throws -> URL {
         try validate(name)
-        return try root(environment).appendingPathComponent(name, isDirectory: true)
+        return try root(environment, isDirectory: isDirectory).appendingPathComponent(name, isDirectory: true)
     }
 
     /// `$XDG_CACHE_HOME` when absolute (the XDG spec says to ignore a relative value), else
@@ -42,8 +43,9 @@ enum CacheDirectory {
     ///
     /// - Throws: ``CacheError/directoryUnavailable(path:reason:)`` when the home directory is not
     ///   an absolute path: resolved against the working directory, it would put the cache
-    ///   wherever the process happened to start.
-    static func root(_ environment: [String: String]) throws -> URL {
+    ///   wherever the process happened to start; or when it does not exist: a missing home
+    ///   (`/nonexistent`, as Debian gives system accounts) is not created, `.cache` in it is.
+    static func root(_ environment: [String: String], isDirectory: (String) -> Bool = isDirectory) throws -> URL {
         if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
             return URL(fileURLWithPath: xdg, isDirectory: true)
         }
@@ -55,7 +57,19 @@ enum CacheDirectory {
                     + "working directory; set HOME or XDG_CACHE_HOME to an absolute path, or open the cache "
                     + "with a directory URL")
         }
+        guard isDirectory(home) else {
+            throw CacheError.directoryUnavailable(
+                path: home,
+                reason: "the home directory does not exist, and a cache never creates one; set XDG_CACHE_HOME to "
+                    + "an absolute path, or open the cache with a directory URL")
+        }
         return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".cache", isDirectory: true)
+    }
+
+    /// Whether `path` names a directory (following a symbolic link).
+    static func isDirectory(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
     }
 
     static func validate(_ name: String) throws {

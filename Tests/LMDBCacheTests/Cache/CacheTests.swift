@@ -303,13 +303,36 @@ struct CacheTests {
 
     @Test("Cache(name:) lives under $XDG_CACHE_HOME, else ~/.cache")
     func namedLocation() throws {
+        let homeExists: (String) -> Bool = { $0 == "/home/u" }
         #expect(
-            try CacheDirectory.named("articles", environment: ["XDG_CACHE_HOME": "/srv/cache", "HOME": "/home/u"]).path
-                == "/srv/cache/articles")
+            try CacheDirectory.named(
+                "articles", environment: ["XDG_CACHE_HOME": "/srv/cache", "HOME": "/home/u"], isDirectory: homeExists
+            ).path == "/srv/cache/articles")
         #expect(
-            try CacheDirectory.named("articles", environment: ["XDG_CACHE_HOME": "relative", "HOME": "/home/u"]).path
-                == "/home/u/.cache/articles")
-        #expect(try CacheDirectory.named("a.b", environment: ["HOME": "/home/u"]).path == "/home/u/.cache/a.b")
+            try CacheDirectory.named(
+                "articles", environment: ["XDG_CACHE_HOME": "relative", "HOME": "/home/u"], isDirectory: homeExists
+            ).path == "/home/u/.cache/articles")
+        #expect(
+            try CacheDirectory.named("a.b", environment: ["HOME": "/home/u"], isDirectory: homeExists).path
+                == "/home/u/.cache/a.b")
+    }
+
+    @Test("Cache(name:) never creates a missing home directory (a system account's /nonexistent)")
+    func missingHome() throws {
+        let missing = TemporaryDirectory()
+        defer { missing.remove() }
+        #expect {
+            _ = try CacheDirectory.named("articles", environment: ["HOME": missing.path])
+        } throws: { error in
+            guard case .directoryUnavailable(let path, _) = error as? CacheError else { return false }
+            return path == missing.path
+        }
+        #expect(!FileManager.default.fileExists(atPath: missing.path))
+        // An existing home gets its .cache.
+        try FileManager.default.createDirectory(at: missing.url, withIntermediateDirectories: true)
+        #expect(
+            try CacheDirectory.named("articles", environment: ["HOME": missing.path]).path == missing.path
+                + "/.cache/articles")
     }
 
     @Test(
