@@ -32,7 +32,6 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -106,3 +105,10 @@ let package = Package(
     ] + fuzzTargets,
     swiftLanguageModes: [.v6]
 )
+
+// The documentation build (scripts/docs) alone needs swift-docc-plugin. Declared always, it would
+// make every build, `swift build --product LMDBCache` in a new clone included, fetch and compile
+// SymbolKit and the plugin's snippet-extract tool; so it is added only when LMDBCACHE_DOCS is set.
+if ProcessInfo.processInfo.environment["LMDBCACHE_DOCS"] != nil {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}
