@@ -156,3 +156,10 @@ let package = Package(
     ] + fuzzTargets,
     swiftLanguageModes: [.v6]
 )
+
+// The documentation build (scripts/docs) alone needs swift-docc-plugin. Declared always, it would
+// make every build, `swift build --product LMDBCache` in a new clone included, fetch and compile
+// SymbolKit and the plugin's snippet-extract tool; so it is added only when LMDBCACHE_DOCS is set.
+if ProcessInfo.processInfo.environment["LMDBCACHE_DOCS"] != nil {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}

@@ -23,9 +23,11 @@ extension Cache {
     /// ```
     ///
     /// - Parameters:
+    ///   - key: the key to look up, and to store the loaded value under.
     ///   - policy: whether to use the cache, the loader, or both. Default ``LoadPolicy/useCacheElseLoad``.
     ///   - cost: the memory tier's cost of a loaded value, as in ``insert(_:forKey:cost:expiresAfter:)``.
     ///   - expiresAfter: the loaded value's time to live.
+    ///   - load: produces the value on a miss; runs once for all concurrent callers of the key.
     /// - Throws: `load`'s error, `CancellationError` when the caller is cancelled while waiting,
     ///   ``CacheError/notFound(key:)`` for a ``LoadPolicy/cacheOnly`` miss, ``CacheError/closed``.
     public func value(

@@ -54,6 +54,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// `directory`.
     ///
     /// - Parameters:
+    ///   - directory: the disk tier's directory, created (mode 0700) when missing.
+    ///   - configuration: both tiers' limits and the codec.
     ///   - logger: where the cache logs, at info level and below; nothing is logged by default.
     ///     Keys, paths and error messages appear in its metadata escaped (control characters,
     ///     bidi controls and line separators as `\n` or `\u{XXXX}`) and cut short (a key after
@@ -167,6 +169,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// ``DiskCache/Durability/synchronous``, committed).
     ///
     /// - Parameters:
+    ///   - value: the value to store.
+    ///   - key: the key to store it under.
     ///   - cost: the memory tier's cost; nil uses the weigher, else the encoded value's size.
     ///   - expiresAfter: the entry is never returned after this long, read or not, from either tier.
     public func insert(_ value: Value, forKey key: Key, cost: Int? = nil, expiresAfter: Duration? = nil) {

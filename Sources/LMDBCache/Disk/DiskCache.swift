@@ -78,11 +78,14 @@ public final class DiskCache: Sendable {
     /// Stores `value` under `key`, replacing any value there.
     ///
     /// Returns once the write is queued (``Durability/batched``) or committed and synced
-    /// (``Durability/synchronous``). A later ``data(forKey:)`` returns `value` either way.
+    /// (``Durability/synchronous``). A later ``data(forKey:)-([UInt8])`` returns `value` either way.
     ///
-    /// - Parameter expiresAfter: the entry is never returned after this long, read or not. Zero or
-    ///   negative: already expired, so never returned (it still replaces any value there). Any
-    ///   length works; one reaching past `UInt64.max` milliseconds never expires.
+    /// - Parameters:
+    ///   - value: the bytes to store.
+    ///   - key: the key to store them under; not empty.
+    ///   - expiresAfter: the entry is never returned after this long, read or not. Zero or
+    ///     negative: already expired, so never returned (it still replaces any value there). Any
+    ///     length works; one reaching past `UInt64.max` milliseconds never expires.
     /// - Throws: ``CacheError/invalidKey(reason:)`` for an empty key,
     ///   ``CacheError/valueTooLarge(size:limit:)`` when the record exceeds the cost limit or
     ///   256 MiB, ``CacheError/closed``, and in synchronous mode any write failure.

@@ -38,7 +38,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// An empty cache.
     ///
-    /// - Parameter removalListener: called with each entry that leaves the cache and why.
+    /// - Parameters:
+    ///   - configuration: the limits; the default has none.
+    ///   - removalListener: called with each entry that leaves the cache and why.
     public convenience init(configuration: Configuration = .init(), removalListener: RemovalListener? = nil) {
         self.init(configuration: configuration, removalListener: removalListener, metrics: nil, logger: nil)
     }
@@ -98,6 +100,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// evicts least recently used entries until every limit holds.
     ///
     /// - Parameters:
+    ///   - value: the value to store.
+    ///   - key: the key to store it under.
     ///   - cost: counted against ``Configuration/costLimit``; nil uses the configured weigher, else 0.
     ///   - expiresAfter: the entry is never returned after this long, read or not (PINCache's TTL).
     ///     Zero or negative: already expired, so never returned (it still replaces any value
