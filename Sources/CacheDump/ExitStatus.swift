@@ -1,7 +1,7 @@
 import Glibc
 import LMDBCache
 
-/// The exit statuses of `cache-dump`, one per kind of outcome (the README lists them).
+/// The exit statuses of `cache-dump`, one per kind of outcome (LMDBCache.docc/CacheDump.md lists them).
 public enum ExitStatus: Int32, CaseIterable, Sendable {
     /// Done.
     case success = 0

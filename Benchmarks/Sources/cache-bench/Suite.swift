@@ -44,7 +44,7 @@ struct SuiteReport: Sendable {
 struct ResultRow: Codable, Sendable {
     /// `memory`, `disk`, `tiered` or `hitrate`.
     var suite: String
-    /// `LMDBCache` or a peer's name, exactly as the README lists them.
+    /// `LMDBCache` or a peer's name, exactly as Performance.md (LMDBCache.docc) lists them.
     var system: String
     /// What was run, e.g. `get zipf`, `set`, `set synchronous`, or the trace's name.
     var workload: String

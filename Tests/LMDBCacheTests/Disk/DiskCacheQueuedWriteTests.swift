@@ -96,7 +96,7 @@ struct DiskCacheQueuedWriteTests {
             try store.trim(DiskStore.TrimPlan(accessedBefore: cutoff), now: time.clock.milliseconds)
         }
         try disk.flush()
-        // The README: each batch under the limit is followed by evicting as many bytes as it added.
+        // LimitsAndTrimming.md (LMDBCache.docc): each batch under the limit is followed by evicting as many bytes as it added.
         #expect(disk.totalCount >= 950, "about 50 recent entries evicted, not the store: \(disk.totalCount)")
         #expect(try disk.data(forKey: "new49") == [3])
         #expect(try disk.store.verify().isClean)

@@ -9,7 +9,7 @@ import Testing
 /// share a name), then a real one is set aside by opening a file that is not an LMDB store.
 @Suite("Faults: set-aside damaged stores are kept to the newest few")
 struct SetAsideRetentionTests {
-    /// How many set-aside files the README says are kept, the one just set aside included.
+    /// How many set-aside files DiskTier.md (LMDBCache.docc) says are kept, the one just set aside included.
     static let kept = 3
     static let garbage = Data(sampleBytes(count: 64 << 10, compressible: false))
 
@@ -125,6 +125,6 @@ struct SetAsideRetentionTests {
         #expect(removed == Array(earlier.prefix(3)), "oldest first")
         let names = Set(try FileManager.default.contentsOfDirectory(atPath: dir.path))
         #expect(names == Set(earlier.suffix(Self.kept - 1) + [justSetAside]))
-        #expect(SetAsideFiles.kept == Self.kept, "the README's number")
+        #expect(SetAsideFiles.kept == Self.kept, "the documented number")
     }
 }

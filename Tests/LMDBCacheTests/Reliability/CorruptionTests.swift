@@ -201,7 +201,7 @@ struct CorruptionTests {
     /// refused; what must never happen is a wrong value. LMDB does not bounds-check the page
     /// numbers and sizes in its pages either (liblmdb 0.9.24), so a damaged one can send it, or a
     /// read of the value it returns, outside the file: such a memory fault is recorded as a known
-    /// issue (README, "Reliability"); any other crash fails the test.
+    /// issue (LMDBCache.docc/Reliability.md); any other crash fails the test.
     @Test("random byte flips anywhere in the file: no wrong value, and no crash but LMDB's known memory faults")
     func randomFlipsAnywhere() throws {
         for round in 0..<SoakSettings.corruptionSeeds {

@@ -4,7 +4,7 @@
 /// The measured loops call only ``get(_:)``, ``set(_:forKey:)``, ``finishWrites()`` and, for a
 /// system that pipelines requests, ``get(many:)`` and ``set(many:)``.
 protocol DiskSystem: AnyObject {
-    /// The name in the report, exactly as the README lists it.
+    /// The name in the report, exactly as Performance.md (LMDBCache.docc) lists it.
     var name: String { get }
     /// How it is driven, when that is not the default (e.g. `pipelined 100`).
     var variant: String? { get }
