@@ -39,8 +39,9 @@ extension Cache {
         if policy == .cacheOnly { throw CacheError.notFound(key: "\(key)") }
         return try await loads.value(forKey: key) { [self] in
             // A load that finished between this caller's miss and its joining leaves its value
-            // in the cache: look once more rather than load twice.
-            if policy == .useCacheElseLoad, let value = value(forKey: key) { return .success(value) }
+            // in the cache: look once more rather than load twice. The caller's miss is counted
+            // already, so this look is not.
+            if policy == .useCacheElseLoad, let value = uncountedValue(forKey: key) { return .success(value) }
             countLoad()
             do {
                 let value = try await load()

@@ -122,10 +122,18 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         return diskValue(forKey: key, generation: generation)
     }
 
+    /// ``value(forKey:)`` without counting a hit or a miss in either tier: a second look for a
+    /// caller whose first look was counted.
+    func uncountedValue(forKey key: Key) -> Value? {
+        let (value, generation) = memory.lookUp(key, counting: false)
+        if let value { return value }
+        return diskValue(forKey: key, generation: generation, counting: false)
+    }
+
     /// The disk tier's value for a key the memory tier missed, promoted unless the key's shard
     /// moved past `generation`.
     @usableFromInline
-    func diskValue(forKey key: Key, generation: UInt64) -> Value? {
+    func diskValue(forKey key: Key, generation: UInt64, counting: Bool = true) -> Value? {
         guard let disk, !isClosed.value else { return nil }
         let bytes = key.cacheKeyBytes
         let entry: (value: [UInt8], expires: UInt64, record: RecordIdentity)?
@@ -133,11 +141,11 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             entry = try disk.entry(forKey: bytes)
         } catch {
             logger.debug("LMDBCache disk lookup failed", metadata: ["error": .escaped(error)])
-            counters.diskMiss()
+            if counting { counters.diskMiss() }
             return nil
         }
         guard let entry else {
-            counters.diskMiss()
+            if counting { counters.diskMiss() }
             return nil
         }
         let decoded: Value
@@ -149,12 +157,12 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             logger.info(
                 "LMDBCache could not decode a stored value; removing it",
                 metadata: ["key": .escaped(key: key), "error": .escaped(error)])
-            counters.diskMiss()
+            if counting { counters.diskMiss() }
             counters.failedWrite()
             try? disk.removeData(forKey: bytes, ifUnchanged: entry.record)
             return nil
         }
-        counters.diskHit()
+        if counting { counters.diskHit() }
         // Promoted only if no write to the key's shard came since the miss, so a value read from
         // disk never overwrites a newer insert or brings back a removed entry.
         memory.insert(

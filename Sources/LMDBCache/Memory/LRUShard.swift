@@ -93,24 +93,27 @@ struct LRUShard<Key: Hashable, Value> {
     /// The live value for `key`, which becomes the most recently used entry.
     ///
     /// An entry found expired, or idle past the age limit, is removed into `removed` and missed.
+    /// With `counting` false the look counts neither a hit nor a miss (a second look on behalf of
+    /// a caller whose first look was counted).
     @inlinable
-    mutating func value(forKey key: Key, tag: UInt32, now: UInt64, removed: inout RemovedEntries<Key, Value>)
-        -> Value?
-    {
-        statistics.unreported += 1
+    mutating func value(
+        forKey key: Key, tag: UInt32, now: UInt64, removed: inout RemovedEntries<Key, Value>, counting: Bool = true
+    ) -> Value? {
+        let counted = counting ? 1 : 0
+        statistics.unreported += counted
         guard let index = find(key, tag: tag) else {
-            statistics.misses += 1
+            statistics.misses += counted
             return nil
         }
         let i = Int(index)
         if let reason = staleness(expires: nodes[i].expires, accessed: nodes[i].accessed, now: now) {
             removed.append(remove(index, reason: reason))
-            statistics.misses += 1
+            statistics.misses += counted
             return nil
         }
         nodes[i].accessed = now
         markUsed(index)
-        statistics.hits += 1
+        statistics.hits += counted
         return nodes[i].value
     }
 

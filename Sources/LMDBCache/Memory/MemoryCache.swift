@@ -148,12 +148,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// ``value(forKey:)``, also returning the generation of the key's shard for a later
     /// conditional ``insert(_:forKey:cost:expires:now:ifGeneration:)``.
     @inlinable
-    func lookUp(_ key: Key) -> (value: Value?, generation: UInt64) {
+    func lookUp(_ key: Key, counting: Bool = true) -> (value: Value?, generation: UInt64) {
         let hash = key.hashValue
         let now = clock.milliseconds
         var removed = RemovedEntries<Key, Value>()
         let (value, generation, report) = shards.withLock(at: shardIndex(hash)) { shard in
-            let value = shard.value(forKey: key, tag: SlotTable.tag(hash), now: now, removed: &removed)
+            let value = shard.value(
+                forKey: key, tag: SlotTable.tag(hash), now: now, removed: &removed, counting: counting)
             return (value, shard.generation, metrics == nil ? nil : shard.takeReport(force: false))
         }
         finish(removed, report)

@@ -65,6 +65,25 @@ struct GetOrLoadTests {
         }
     }
 
+    @Test("a get-or-load that misses counts one miss in each tier, and its hit afterwards one hit")
+    func statisticsCountEachCallOnce() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let cache = try Cache<String, String>(directory: directory.url)
+        defer { cache.close() }
+        _ = try await cache.value(forKey: "k") { "loaded" }
+        var statistics = cache.statistics
+        #expect(statistics.memory.misses == 1)
+        #expect(statistics.disk.misses == 1)
+        #expect(statistics.memory.hits == 0)
+        #expect(statistics.loads == 1)
+        _ = try await cache.value(forKey: "k") { "not loaded" }
+        statistics = cache.statistics
+        #expect(statistics.memory.hits == 1)
+        #expect(statistics.memory.misses == 1)
+        #expect(statistics.disk.misses == 1)
+    }
+
     @Test("a loader's error reaches every waiter, is not cached, and the next call loads again")
     func errors() async throws {
         let cache = Cache<String, String>(memory: .init(countLimit: 100))
