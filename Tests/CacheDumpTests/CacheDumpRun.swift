@@ -44,7 +44,7 @@ struct CacheDumpRun {
     /// turned off: its report and exit status would hide the signal that cache-dump's parent
     /// process must see from its child, as it does in a plain build.
     static let environment: [String: String] = {
-        var environment = ProcessInfo.processInfo.environment
+        var environment = HelperProcess.withoutBacktracer(ProcessInfo.processInfo.environment)
         for name in ["TSAN_OPTIONS", "ASAN_OPTIONS"] {
             let options = environment[name].map { $0 + ":" } ?? ""
             environment[name] = options + "handle_segv=0:handle_sigbus=0"

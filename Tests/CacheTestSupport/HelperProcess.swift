@@ -14,6 +14,16 @@ public final class HelperProcess: @unchecked Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name)
     }
 
+    /// `environment` with Swift's crash backtracer turned off. Some tests expect a child to die of
+    /// a signal (LMDB's known faults on damaged pages); the backtracer would then run as another
+    /// process holding the child's output pipes, so a parent reading them waits for it, and once,
+    /// under AddressSanitizer, it never exited (a CI run hung for 20 minutes).
+    public static func withoutBacktracer(_ environment: [String: String]) -> [String: String] {
+        var environment = environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        return environment
+    }
+
     /// Starts `executable` (the test helper by default) with `arguments`, and `environment`
     /// instead of this process's when given; as user and group `user` (through `setpriv`, which
     /// needs root) when given.
@@ -30,7 +40,7 @@ public final class HelperProcess: @unchecked Sendable {
             process.executableURL = Self.executable(executable)
             process.arguments = arguments
         }
-        if let environment { process.environment = environment }
+        process.environment = Self.withoutBacktracer(environment ?? ProcessInfo.processInfo.environment)
         output = Pipe()
         process.standardOutput = output
         errorOutput = Pipe()

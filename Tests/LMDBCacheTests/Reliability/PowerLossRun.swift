@@ -188,7 +188,8 @@ struct PowerLossRun {
         let process = Process()
         process.executableURL = HelperProcess.executable(executable)
         process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.environment = HelperProcess.withoutBacktracer(
+            ProcessInfo.processInfo.environment.merging(environment) { $1 })
         process.standardOutput = output ?? FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
