@@ -9,8 +9,8 @@ import Vapor
 /// Vapor's `Cache` on an LMDBCache disk tier: bounded, persistent across restarts, and shared by
 /// every process that opens the same directory.
 ///
-/// Register it the Vapor way; the store is opened at once and closed when the application shuts
-/// down:
+/// Register it the Vapor way; the store is opened at once, flushed when the application shuts
+/// down, and closed once the last request using it has finished:
 ///
 /// ```swift
 /// app.caches.use(.lmdb(directory: URL(fileURLWithPath: "/var/cache/myapp")))
