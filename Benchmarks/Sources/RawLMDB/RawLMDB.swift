@@ -33,6 +33,9 @@ public final class RawLMDB {
 
     /// Environment flags of the batched baseline: no thread-local reader slots, no syncs on commit.
     public static let batchedFlags = MDB_NOTLS | MDB_NOSYNC
+    /// Environment flags of the baseline in LMDBCache's default mode: each commit syncs its data
+    /// pages (`fdatasync`), the meta page with the next commit's sync.
+    public static let perBatchFlags = MDB_NOTLS | MDB_NOMETASYNC
     /// Environment flags of the synchronous baseline: every commit syncs data and meta pages.
     public static let synchronousFlags = MDB_NOTLS
 

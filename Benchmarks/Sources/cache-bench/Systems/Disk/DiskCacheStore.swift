@@ -2,17 +2,42 @@ import Foundation
 import LMDBCache
 
 /// The library's disk tier: `DiskCache` with its default configuration (writes queued and
-/// committed in batches by its writer thread, zlib above 512 bytes), or `.synchronous`
-/// durability (a write returns once committed and synced).
+/// committed in batches by its writer thread, each commit with one `fdatasync`; zlib level 1 for
+/// values of 512 bytes and up), in `.periodic` durability (commits without sync, one sync a
+/// minute and on `flush()`), or `.synchronous` (a write returns once committed and synced).
 final class DiskCacheStore: DiskSystem {
+    /// The durability modes the suite runs it in.
+    enum Mode {
+        case batched, periodic, synchronous
+    }
+
     let name = "LMDBCache"
+    let directory: String?
+    let durability: WriteDurability
+    let variant: String?
     private let cache: DiskCache
 
-    init(directory: String, durability: DiskDurability) throws {
+    init(directory: String, mode: Mode) throws {
         var configuration = DiskCache.Configuration()
-        if durability == .synchronous { configuration.durability = .synchronous }
+        switch mode {
+        case .batched:
+            durability = .perBatch
+            variant = nil
+        case .periodic:
+            // Longer than any run, so within a run only the final flush syncs.
+            configuration.durability = .periodic(syncInterval: .seconds(60))
+            durability = .atEnd
+            variant = "periodic"
+        case .synchronous:
+            configuration.durability = .synchronous
+            durability = .onReturn
+            variant = nil
+        }
+        self.directory = directory
         cache = try DiskCache(directory: URL(fileURLWithPath: directory), configuration: configuration)
     }
+
+    var compression: String { "zlib 1, 512 B and up" }
 
     func get(_ key: [UInt8]) throws -> [UInt8]? { try cache.data(forKey: key) }
 
@@ -20,5 +45,11 @@ final class DiskCacheStore: DiskSystem {
 
     func finishWrites() throws { try cache.flush() }
 
+    /// `flush()` also has the writer commit the access times reads have buffered.
+    func drain() throws { try cache.flush() }
+
     func close() { cache.close() }
+
+    /// `DiskCache` is thread-safe: the same handle.
+    func concurrentWriter() throws -> any DiskSystem { self }
 }

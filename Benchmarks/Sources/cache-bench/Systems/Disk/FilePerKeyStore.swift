@@ -3,21 +3,36 @@ import Foundation
 /// `FilePerKey`: one file per key in one directory, as PINDiskCache stores its objects. A write
 /// goes to a temporary file renamed over the key's (atomic, as PINDiskCache's default write is);
 /// a read opens, reads and closes the file and then updates its modification time, which
-/// PINDiskCache uses as the access date for its LRU trimming. Synchronous writes `fsync` the
-/// file before the rename.
+/// PINDiskCache uses as the access date for its LRU trimming. Nothing is synced, as in
+/// PINDiskCache; synchronous writes `fsync` the file before the rename and the directory after
+/// it, so the new name is on disk too.
 final class FilePerKeyStore: DiskSystem {
     let name = "FilePerKey"
-    private let directory: String
+    let directory: String?
+    private let root: String
     private let syncsEachWrite: Bool
+    /// The store's directory, open for `fsync` after each rename (synchronous writes only).
+    private var directoryDescriptor: Int32
 
     init(directory: String, durability: DiskDurability) throws {
         self.directory = directory
+        root = directory
         syncsEachWrite = durability == .synchronous
+        if syncsEachWrite {
+            directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard directoryDescriptor >= 0 else { throw POSIXFailure("open \(directory)") }
+        } else {
+            directoryDescriptor = -1
+        }
     }
+
+    deinit { close() }
+
+    var durability: WriteDurability { syncsEachWrite ? .onReturn : .never }
 
     /// The key's file: keys here are printable ASCII without `/`, so the key is the name.
     private func path(_ key: [UInt8]) -> String {
-        directory + "/" + String(decoding: key, as: UTF8.self)
+        root + "/" + String(decoding: key, as: UTF8.self)
     }
 
     func get(_ key: [UInt8]) throws -> [UInt8]? {
@@ -61,11 +76,20 @@ final class FilePerKeyStore: DiskSystem {
         }
         if syncsEachWrite, fsync(descriptor) != 0 { throw POSIXFailure("fsync \(temporary)") }
         guard rename(temporary, path) == 0 else { throw POSIXFailure("rename \(temporary)") }
+        if syncsEachWrite, fsync(directoryDescriptor) != 0 { throw POSIXFailure("fsync \(root)") }
     }
 
     func finishWrites() throws {}
 
-    func close() {}
+    func close() {
+        if directoryDescriptor >= 0 { _ = Glibc.close(directoryDescriptor) }
+        directoryDescriptor = -1
+    }
+
+    /// Stateless apart from the directory: a second instance.
+    func concurrentWriter() throws -> any DiskSystem {
+        try FilePerKeyStore(directory: root, durability: syncsEachWrite ? .synchronous : .standard)
+    }
 }
 
 /// A failed system call, with `errno`'s message.

@@ -1,33 +1,92 @@
+import BenchmarkData
 import RawLMDB
 
-/// `LMDB-C`: the same keys and values through plain LMDB C calls, stored as they are (no record,
-/// checksum, index or compression), the limit a store on LMDB can reach. Reads reuse one read
-/// transaction and copy the value into a new array; writes are 1,000 puts a transaction with
-/// `MDB_NOSYNC` and one `mdb_env_sync` at the end, or, synchronous, one put a transaction with a
-/// full sync on every commit.
+/// `LMDB-C`: the same keys and values through plain LMDB C calls, with no record, checksum,
+/// index or access times: the limit a store on LMDB can reach. Reads reuse one read transaction
+/// and copy the value into a new array. Writes go 1,000 puts to a transaction, in one of three
+/// modes: `nosync` (`MDB_NOSYNC`, one `mdb_env_sync` at the end of a run), `per batch`
+/// (`MDB_NOMETASYNC`: each commit `fdatasync`s, as LMDBCache's default batches do), or
+/// synchronous (one put a transaction, a full sync on every commit).
+///
+/// With `compressed`, values of 512 bytes and up are deflated at zlib level 1 and kept so when
+/// smaller (LMDBCache's defaults), behind a one-byte tag; the `LMDB-C + zlib` row.
+///
+/// One thread may read while one other writes through the same instance: reads use only the
+/// read transaction (and inflater), writes only the write transaction (and deflater), and
+/// `MDB_NOTLS` lets each thread hold its own.
 final class RawLMDBStore: DiskSystem {
-    let name = "LMDB-C"
+    /// How commits reach the disk.
+    enum Mode {
+        case nosync, perBatch, synchronous
+    }
+
+    let name: String
+    let directory: String?
+    let durability: WriteDurability
+    let variant: String?
     private let store: RawLMDB
     private let putsPerTransaction: Int
     private let syncsOnFinish: Bool
+    private let deflater: RawDeflater?
+    private let inflater: RawInflater?
 
-    init(directory: String, durability: DiskDurability) throws {
-        switch durability {
-        case .standard:
+    /// Values at least this long are deflated when `compressed` (LMDBCache's default threshold).
+    static let compressionThreshold = 512
+
+    init(directory: String, mode: Mode, compressed: Bool = false) throws {
+        name = compressed ? "LMDB-C + zlib" : "LMDB-C"
+        self.directory = directory
+        switch mode {
+        case .nosync:
             store = try RawLMDB(directory: directory, flags: RawLMDB.batchedFlags)
             putsPerTransaction = 1_000
             syncsOnFinish = true
+            durability = .atEnd
+            variant = "nosync"
+        case .perBatch:
+            store = try RawLMDB(directory: directory, flags: RawLMDB.perBatchFlags)
+            putsPerTransaction = 1_000
+            syncsOnFinish = false
+            durability = .perBatch
+            variant = "per batch"
         case .synchronous:
             store = try RawLMDB(directory: directory, flags: RawLMDB.synchronousFlags)
             putsPerTransaction = 1
             syncsOnFinish = false
+            durability = .onReturn
+            variant = nil
+        }
+        deflater = compressed ? try RawDeflater(level: 1) : nil
+        inflater = compressed ? try RawInflater() : nil
+    }
+
+    var compression: String { deflater == nil ? "none" : "zlib 1, 512 B and up" }
+
+    func get(_ key: [UInt8]) throws -> [UInt8]? {
+        guard let inflater else { return try store.withValue(forKey: key, Array.init) }
+        return try store.withValue(forKey: key) { stored -> [UInt8] in
+            guard let tag = stored.first else { throw BenchError(description: "empty stored value") }
+            let body = UnsafeRawBufferPointer(rebasing: stored.dropFirst())
+            if tag == 0 { return Array(body) }
+            guard let value = DeflatedValue.decode(body, with: inflater) else {
+                throw BenchError(description: "a stored value does not inflate")
+            }
+            return value
         }
     }
 
-    func get(_ key: [UInt8]) throws -> [UInt8]? { try store.withValue(forKey: key, Array.init) }
-
     func set(_ value: [UInt8], forKey key: [UInt8]) throws {
-        try store.put(key, value, perTransaction: putsPerTransaction)
+        try store.put(key, try stored(value), perTransaction: putsPerTransaction)
+    }
+
+    /// `value` as stored: as it is, or behind a tag byte (0: as it is, 1: deflated) when compressing.
+    private func stored(_ value: [UInt8]) throws -> [UInt8] {
+        guard let deflater else { return value }
+        if value.count >= Self.compressionThreshold {
+            let deflated = try DeflatedValue.encode(value, with: deflater)
+            if deflated.count < value.count { return [1] + deflated }
+        }
+        return [0] + value
     }
 
     func finishWrites() throws {
@@ -36,4 +95,7 @@ final class RawLMDBStore: DiskSystem {
     }
 
     func close() { store.close() }
+
+    /// This instance: its writes use only the write transaction (see the type's summary).
+    func concurrentWriter() throws -> any DiskSystem { self }
 }

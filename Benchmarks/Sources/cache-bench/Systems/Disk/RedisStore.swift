@@ -9,6 +9,9 @@ final class RedisStore: DiskSystem {
     private static let setCommand = Array("SET".utf8)
 
     var variant: String? { pipelineDepth > 1 ? "pipelined \(pipelineDepth)" : nil }
+    /// Persistence is off: nothing reaches the disk.
+    var durability: WriteDurability { .never }
+    var directory: String? { nil }
 
     init(server: RedisServer, database: Int, pipelineDepth: Int) throws {
         self.pipelineDepth = pipelineDepth
@@ -55,4 +58,10 @@ final class RedisStore: DiskSystem {
     func finishWrites() throws {}
 
     func close() {}
+
+    /// Not used: Redis keeps nothing on disk, so it is not in the workloads that read while
+    /// another thread writes.
+    func concurrentWriter() throws -> any DiskSystem {
+        throw RedisFailure(description: "the Redis peer has no concurrent-writer workload")
+    }
 }

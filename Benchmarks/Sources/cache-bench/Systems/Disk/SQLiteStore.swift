@@ -6,18 +6,28 @@ import Foundation
 /// with its size and modification and access times; WAL journal, `synchronous=NORMAL`;
 /// prepared statements kept and reset; every read also updates the row's access time (YYCache's
 /// LRU trimming reads it). Each statement commits on its own (autocommit), as YYKVStorage's do.
-/// Synchronous: `synchronous=FULL`, so each commit syncs the WAL.
+/// With `synchronous=NORMAL` WAL commits are not synced; `finishWrites()` checkpoints the WAL
+/// (`wal_checkpoint(FULL)`), which syncs the WAL and then the database file, so the writes are
+/// durable at the end of a run. Synchronous: `synchronous=FULL`, so each commit syncs the WAL.
 final class SQLiteStore: DiskSystem {
     let name = "SQLite"
+    let directory: String?
+    let durability: WriteDurability
+    private let synchronousMode: DiskDurability
     private var database: OpaquePointer?
     private var insert: OpaquePointer?
     private var select: OpaquePointer?
     private var touch: OpaquePointer?
 
     init(directory: String, durability: DiskDurability) throws {
+        self.directory = directory
+        synchronousMode = durability
+        self.durability = durability == .synchronous ? .onReturn : .atEnd
         guard sqlite3_open("\(directory)/manifest.sqlite", &database) == SQLITE_OK else {
             throw SQLiteFailure(database, "sqlite3_open")
         }
+        // A second connection (concurrentWriter()) waits for the write lock instead of failing.
+        sqlite3_busy_timeout(database, 10_000)
         let synchronous = durability == .synchronous ? "FULL" : "NORMAL"
         try execute("PRAGMA journal_mode = WAL")
         try execute("PRAGMA synchronous = \(synchronous)")
@@ -95,7 +105,15 @@ final class SQLiteStore: DiskSystem {
         }
     }
 
-    func finishWrites() throws {}
+    func finishWrites() throws {
+        if durability == .atEnd { try execute("PRAGMA wal_checkpoint(FULL)") }
+    }
+
+    /// A second connection to the same database file (WAL lets it write while this one reads).
+    func concurrentWriter() throws -> any DiskSystem {
+        guard let directory else { throw SQLiteFailure(nil, "no directory") }
+        return try SQLiteStore(directory: directory, durability: synchronousMode)
+    }
 
     func close() {
         for statement in [insert, select, touch] { sqlite3_finalize(statement) }

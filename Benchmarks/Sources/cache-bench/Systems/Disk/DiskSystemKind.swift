@@ -1,0 +1,36 @@
+/// One peer of the disk suite as a row of its tables: how to open a store of it in a directory,
+/// and which workloads it takes part in.
+struct DiskSystemKind {
+    /// The row's label: the system's name with its variant, e.g. `LMDB-C (nosync)`.
+    var label: String
+    /// In the synchronous-writes workload (a write durable on return).
+    var synchronous = true
+    /// Keeps its data in files under its directory that a reopen finds again: in the cold-read
+    /// workload (closed, its pages dropped from the page cache, reopened).
+    var reopens = true
+    /// Can read on one thread while another writes: in the read-while-writing workload.
+    var readsWhileWriting = true
+    /// Opens (creating) a store in an existing directory, in the standard or synchronous mode.
+    var open: (_ directory: String, _ durability: DiskDurability) throws -> any DiskSystem
+
+    /// The peers on local files, in their report order. Redis (a server) is added by the suite.
+    static let local: [DiskSystemKind] = [
+        .init(label: "LMDBCache") { directory, durability in
+            try DiskCacheStore(directory: directory, mode: durability == .synchronous ? .synchronous : .batched)
+        },
+        .init(label: "LMDBCache (periodic)", synchronous: false, reopens: false, readsWhileWriting: false) {
+            directory, _ in try DiskCacheStore(directory: directory, mode: .periodic)
+        },
+        .init(label: "SQLite") { try SQLiteStore(directory: $0, durability: $1) },
+        .init(label: "FilePerKey") { try FilePerKeyStore(directory: $0, durability: $1) },
+        .init(label: "LMDB-C (nosync)", synchronous: false, reopens: false, readsWhileWriting: false) {
+            directory, _ in try RawLMDBStore(directory: directory, mode: .nosync)
+        },
+        .init(label: "LMDB-C (per batch)") { directory, durability in
+            try RawLMDBStore(directory: directory, mode: durability == .synchronous ? .synchronous : .perBatch)
+        },
+        .init(label: "LMDB-C + zlib (per batch)", synchronous: false) { directory, _ in
+            try RawLMDBStore(directory: directory, mode: .perBatch, compressed: true)
+        },
+    ]
+}
