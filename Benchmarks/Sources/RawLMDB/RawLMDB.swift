@@ -147,9 +147,24 @@ public final class RawLMDB {
     /// `body`) to `body`; nil when the key is missing.
     @inline(__always)
     public func withValue<T>(forKey key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> T) throws -> T? {
+        // A write transaction still open on this thread holds writes the reused read transaction
+        // cannot see: look there, as a C program reading its own writes would.
+        if readsOwnWrites, let writer { return try value(in: writer, forKey: key, body) }
         let txn = try renewedReader()
         defer { mdb_txn_reset(txn) }
-        return try key.withUnsafeBytes { keyBytes -> T? in
+        return try value(in: txn, forKey: key, body)
+    }
+
+    /// Whether ``withValue(forKey:_:)`` looks in the open write transaction, if any (true, the
+    /// default). Set it to false before another thread starts writing through this instance:
+    /// then each thread uses only its own transaction.
+    public var readsOwnWrites = true
+
+    @inline(__always)
+    private func value<T>(
+        in txn: OpaquePointer, forKey key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> T
+    ) throws -> T? {
+        try key.withUnsafeBytes { keyBytes -> T? in
             var k = bench_mdb_val(keyBytes.baseAddress, keyBytes.count)
             var v = MDB_val()
             let code = mdb_get(txn, dbi, &k, &v)

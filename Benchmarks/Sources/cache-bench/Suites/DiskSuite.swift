@@ -5,14 +5,6 @@ import Foundation
 // raw LMDB C calls and Redis, on warm gets and overwriting sets of 100 B and 4 KB values, plus
 // synchronous writes.
 
-/// One peer of the disk suite: how to open a store of it in a directory.
-struct DiskSystemKind {
-    var name: String
-    /// Whether it has a synchronous mode worth comparing (Redis here runs without persistence).
-    var synchronous: Bool
-    var open: (_ directory: String, _ durability: DiskDurability) throws -> any DiskSystem
-}
-
 struct DiskSuite: Suite {
     let name = "disk"
 
@@ -38,12 +30,7 @@ struct DiskSuite: Suite {
         }
 
         var notes: [String] = []
-        var kinds: [DiskSystemKind] = [
-            .init(name: "LMDBCache", synchronous: true) { try DiskCacheStore(directory: $0, durability: $1) },
-            .init(name: "SQLite", synchronous: true) { try SQLiteStore(directory: $0, durability: $1) },
-            .init(name: "FilePerKey", synchronous: true) { try FilePerKeyStore(directory: $0, durability: $1) },
-            .init(name: "LMDB-C", synchronous: true) { try RawLMDBStore(directory: $0, durability: $1) },
-        ]
+        var kinds = DiskSystemKind.local
         var server: RedisServer?
         if let executable = RedisServer.executable() {
             let started = try RedisServer(executable: executable)
@@ -54,9 +41,10 @@ struct DiskSuite: Suite {
                 database += 1
                 let number = database
                 kinds.append(
-                    .init(name: "Redis", synchronous: false) { _, _ in
-                        try RedisStore(server: started, database: number, pipelineDepth: depth)
-                    })
+                    .init(
+                        label: depth > 1 ? "Redis (pipelined \(depth))" : "Redis", synchronous: false, reopens: false,
+                        readsWhileWriting: false
+                    ) { _, _ in try RedisStore(server: started, database: number, pipelineDepth: depth) })
             }
         } else {
             let message = "Redis skipped: redis-server is not installed (\(RedisServer.installHint))"
@@ -72,7 +60,7 @@ struct DiskSuite: Suite {
             let pool = payload.pool(count: 256, seed: 7)
             var systems: [any DiskSystem] = []
             for kind in kinds {
-                let system = try kind.open(try newDirectory("\(kind.name)-\(payload)"), .standard)
+                let system = try kind.open(try newDirectory("\(kind.label)-\(payload)"), .standard)
                 let started = nanosecondsNow()
                 try fill(system, keys: keys[..<entries], pool: pool)
                 log(
@@ -123,7 +111,7 @@ struct DiskSuite: Suite {
         let pool = payload.pool(count: 256, seed: 9)
         var synchronous: [(any DiskSystem, [RunSample])] = []
         for kind in kinds where kind.synchronous {
-            synchronous.append((try kind.open(try newDirectory("\(kind.name)-sync"), .synchronous), []))
+            synchronous.append((try kind.open(try newDirectory("\(kind.label)-sync"), .synchronous), []))
         }
         defer { for (system, _) in synchronous { system.close() } }
         for round in 0..<repeats {

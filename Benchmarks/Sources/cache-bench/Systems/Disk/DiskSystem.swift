@@ -80,7 +80,7 @@ enum WriteDurability: String, Codable, Sendable {
 }
 
 /// How writes reach the disk in a disk-suite store.
-enum DiskDurability {
+enum DiskDurability: Sendable {
     /// Each system's usual configuration (LMDBCache's default batching, SQLite's WAL with
     /// synchronous=NORMAL, LMDB-C batched without sync, ...).
     case standard

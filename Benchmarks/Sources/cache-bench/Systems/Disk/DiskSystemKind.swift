@@ -1,6 +1,6 @@
 /// One peer of the disk suite as a row of its tables: how to open a store of it in a directory,
 /// and which workloads it takes part in.
-struct DiskSystemKind {
+struct DiskSystemKind: Sendable {
     /// The row's label: the system's name with its variant, e.g. `LMDB-C (nosync)`.
     var label: String
     /// In the synchronous-writes workload (a write durable on return).
@@ -11,7 +11,7 @@ struct DiskSystemKind {
     /// Can read on one thread while another writes: in the read-while-writing workload.
     var readsWhileWriting = true
     /// Opens (creating) a store in an existing directory, in the standard or synchronous mode.
-    var open: (_ directory: String, _ durability: DiskDurability) throws -> any DiskSystem
+    var open: @Sendable (_ directory: String, _ durability: DiskDurability) throws -> any DiskSystem
 
     /// The peers on local files, in their report order. Redis (a server) is added by the suite.
     static let local: [DiskSystemKind] = [

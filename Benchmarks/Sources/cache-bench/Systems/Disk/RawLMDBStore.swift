@@ -11,9 +11,10 @@ import RawLMDB
 /// With `compressed`, values of 512 bytes and up are deflated at zlib level 1 and kept so when
 /// smaller (LMDBCache's defaults), behind a one-byte tag; the `LMDB-C + zlib` row.
 ///
-/// One thread may read while one other writes through the same instance: reads use only the
-/// read transaction (and inflater), writes only the write transaction (and deflater), and
-/// `MDB_NOTLS` lets each thread hold its own.
+/// A read looks in the write transaction still open, if any, so it sees the writes before it.
+/// After ``concurrentWriter()``, one thread may read while one other writes through the same
+/// instance: reads then use only the read transaction (and inflater), writes only the write
+/// transaction (and deflater), and `MDB_NOTLS` lets each thread hold its own.
 final class RawLMDBStore: DiskSystem {
     /// How commits reach the disk.
     enum Mode {
@@ -96,6 +97,10 @@ final class RawLMDBStore: DiskSystem {
 
     func close() { store.close() }
 
-    /// This instance: its writes use only the write transaction (see the type's summary).
-    func concurrentWriter() throws -> any DiskSystem { self }
+    /// This instance, its reads no longer looking in the write transaction: each thread then
+    /// uses only its own (see the type's summary).
+    func concurrentWriter() throws -> any DiskSystem {
+        store.readsOwnWrites = false
+        return self
+    }
 }

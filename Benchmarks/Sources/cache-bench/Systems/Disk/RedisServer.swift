@@ -1,8 +1,9 @@
 import Foundation
 
 /// A `redis-server` process of the harness's own: loopback only, on a free port, persistence off
-/// (no RDB snapshots, no append-only file), stopped by ``stop()``.
-final class RedisServer {
+/// (no RDB snapshots, no append-only file), stopped by ``stop()``. Shared as a handle: only the
+/// thread that started it stops it.
+final class RedisServer: @unchecked Sendable {
     /// Where to get it when `redis-server` is not on the PATH.
     static let installHint = "install it with: sudo apt-get install -y redis-server"
 
