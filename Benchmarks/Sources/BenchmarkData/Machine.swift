@@ -14,6 +14,8 @@ public struct Machine: Codable, Sendable {
     public var quick: Bool
     public var swift: String
     public var build: String
+    /// CPU steal over the whole run (set when it ends; see ``CPUTimes``).
+    public var cpuSteal: String?
 
     /// This machine now; `quick` records whether the run uses small sizes.
     public static func current(quick: Bool) -> Machine {
@@ -55,10 +57,10 @@ public struct Machine: Codable, Sendable {
         return nil
     }
 
-    /// One line: cores, CPU, memory, OS, kernel, Swift, build.
+    /// One line: cores, CPU, memory, OS, kernel, Swift, build, and the run's CPU steal once known.
     public var description: String {
         "\(cores) cores, \(architecture), \(cpuModel), \(memory) RAM, \(operatingSystem), \(kernel), "
-            + "\(swift), \(build) build"
+            + "\(swift), \(build) build" + (cpuSteal.map { ", CPU steal \($0)" } ?? "")
     }
 
     /// `debug` or `release`: how the benchmarks were compiled.

@@ -23,8 +23,11 @@ struct Options: Sendable {
     var trace: TraceRequest?
     /// Where the disk and tiered suites create their stores (removed at the end).
     var scratchDirectory = FileManager.default.temporaryDirectory.path
-    /// Interleaved repeats of each measurement; the report gives their median.
-    var repeats: Int { quick ? 3 : 5 }
+    /// Draws each round's order of systems (`--seed`; by default a new one each run, printed).
+    var seed = UInt64.random(in: 0...UInt64(UInt32.max))
+    /// Interleaved repeats of each measurement: 5 (10 for two-thread rows, whose spread is wider);
+    /// 3 with `--quick`. The report gives their median and range.
+    func repeats(threads: Int = 1) -> Int { quick ? 3 : threads > 1 ? 10 : 5 }
     /// Operations timed together for the memory suite's latency estimate.
     let batchSize = 1_000
 }
@@ -37,6 +40,8 @@ struct SuiteReport: Sendable {
     /// Free-form lines printed under the table (how latency was estimated, ...).
     var notes: [String]
     var rows: [ResultRow]
+    /// Tables printed after the main one.
+    var extraTables: [ExtraTable] = []
 }
 
 /// One system's result on one workload: a row of the table and an element of the JSON
@@ -65,8 +70,25 @@ struct ResultRow: Codable, Sendable {
     var capacityUnit: String?
     /// How the system was driven when it matters, e.g. `pipelined 100` (Redis) or `shards 1`.
     var variant: String?
-    /// This row's throughput (or hit ratio, in the hit-rate suite) over LMDBCache's on the same workload.
+    /// This row's throughput over LMDBCache's on the same workload: the median of the ratios
+    /// taken round by round (hit-rate suite: hit ratio over LMDBCache's).
     var ratioToLMDBCache: Double?
+    /// The smallest and largest of the per-round ratios.
+    var ratioMin: Double?
+    var ratioMax: Double?
+    /// Whether the per-round ratios fall on both sides of 1: the order against LMDBCache is
+    /// not settled by this run.
+    var withinNoise: Bool?
+    /// Disk suite: when a write is on stable storage (`on return`, `per batch`, `at the end`,
+    /// `never`), how values are compressed, and the store's bytes on disk after its fill.
+    var durable: String?
+    var compression: String?
+    var bytesOnDisk: Int?
+    /// LMDBCache rows of the disk suite: CPU time its writer thread spent per operation (the
+    /// run and the drain after it), nanoseconds, median over the rounds.
+    var writerCPUNanosecondsPerOperation: Double?
+    /// Read-while-writing workload: writes per second the writer thread committed meanwhile.
+    var concurrentWritesPerSecond: Double?
     /// Every repeat's throughput, in run order.
     var runsOpsPerSecond: [Double] = []
     /// Tiered suite: lookups the memory tier served, and the share of its misses the disk served.
@@ -89,34 +111,22 @@ func summarize(
 ) -> ResultRow {
     let batches = runs.flatMap(\.batchNanos)
     let batchSize = Double(runs.first?.batchSize ?? 1)
-    return ResultRow(
+    let writerCPU = runs.compactMap { run in
+        run.writerCPUNanoseconds.map { Double($0) / Double(max(run.operations, 1)) }
+    }
+    let concurrentWrites = runs.compactMap { run in
+        run.concurrentWrites.map { Double($0) / (Double(max(run.elapsedNanos, 1)) / 1e9) }
+    }
+    var row = ResultRow(
         suite: suite, system: system, workload: workload, threads: threads, valueBytes: valueBytes,
         opsPerSecond: runs.map(\.operationsPerSecond).median,
         p50Nanoseconds: Double(batches.percentile(0.50)) / batchSize,
         p99Nanoseconds: Double(batches.percentile(0.99)) / batchSize,
         variant: variant, runsOpsPerSecond: runs.map(\.operationsPerSecond),
         misses: runs.reduce(0) { $0 + $1.misses })
-}
-
-extension [ResultRow] {
-    /// Sets every row's ratio to the `LMDBCache` row (without a variant) of the same workload,
-    /// threads and value size.
-    mutating func computeRatios() {
-        for index in indices {
-            let row = self[index]
-            guard
-                let reference = first(where: {
-                    $0.system == "LMDBCache" && $0.variant == nil && $0.workload == row.workload
-                        && $0.threads == row.threads && $0.valueBytes == row.valueBytes && $0.capacity == row.capacity
-                })
-            else { continue }
-            if let hit = row.hitRatio, let referenceHit = reference.hitRatio, row.capacity != nil {
-                self[index].ratioToLMDBCache = referenceHit > 0 ? hit / referenceHit : nil
-            } else if reference.opsPerSecond > 0 {
-                self[index].ratioToLMDBCache = row.opsPerSecond / reference.opsPerSecond
-            }
-        }
-    }
+    row.writerCPUNanosecondsPerOperation = writerCPU.isEmpty ? nil : writerCPU.median
+    row.concurrentWritesPerSecond = concurrentWrites.isEmpty ? nil : concurrentWrites.median
+    return row
 }
 
 // MARK: - Timing
@@ -170,6 +180,10 @@ struct RunSample {
     var batchSize: Int
     /// Gets that found nothing (should be 0: every key is present).
     var misses: Int
+    /// LMDBCache in the disk suite: its writer threads' CPU time over the run and the drain.
+    var writerCPUNanoseconds: UInt64? = nil
+    /// Read-while-writing: writes the other thread committed during the run.
+    var concurrentWrites: Int? = nil
 
     var operationsPerSecond: Double {
         Double(operations) / (Double(max(elapsedNanos, 1)) / 1e9)

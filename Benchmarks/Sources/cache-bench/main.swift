@@ -10,7 +10,7 @@ let allSuites: [any Suite] = [MemorySuite(), DiskSuite(), TieredSuite(), HitRate
 
 let usage = """
     usage: cache-bench [--suite NAME] [--quick] [--json PATH] [--report DIR]
-                       [--trace PATH --trace-format arc|oracle --sizes N,N,...] [--dir PATH]
+                       [--trace PATH --trace-format arc|oracle --sizes N,N,...] [--dir PATH] [--seed N]
 
       --suite NAME          \(allSuites.map(\.name).joined(separator: ", ")), or all (the default)
       --quick               small data sets and few repeats: a whole run under a minute (CI runs it)
@@ -22,6 +22,7 @@ let usage = """
       --sizes N,N,...       hitrate: capacities; entries for arc, bytes for oracle (K, M, G suffixes
                             are binary: 128M is 128 MiB)
       --dir PATH            where the disk and tiered suites create their stores (default: temp dir)
+      --seed N              the seed of each round's order of systems (default: a new one, printed)
       -h, --help            show this help
     """
 
@@ -48,6 +49,10 @@ while let argument = arguments.popFirst() {
     case "--json": options.jsonPath = value(after: argument)
     case "--report": options.reportDirectory = value(after: argument)
     case "--dir": options.scratchDirectory = value(after: argument)
+    case "--seed":
+        let text = value(after: argument)
+        guard let seed = UInt64(text) else { fail("--seed needs a whole number, not \(text)") }
+        options.seed = seed
     case "--trace": tracePath = value(after: argument)
     case "--trace-format":
         let name = value(after: argument)
@@ -86,9 +91,11 @@ if suiteName == "all" {
     print("WARNING: a debug build; build with -c release for meaningful figures.\n")
 #endif
 
-let machine = Machine.current(quick: options.quick)
+var machine = Machine.current(quick: options.quick)
 print("cache-bench\(options.quick ? " --quick" : ""): \(machine.description)")
+print("seed: \(options.seed) (--seed \(options.seed) repeats this run's orders of systems)")
 let started = Date()
+let runStartTimes = CPUTimes.now()
 
 func log(_ line: String) {
     FileHandle.standardError.write(
@@ -98,7 +105,9 @@ func log(_ line: String) {
 var reports: [SuiteReport] = []
 for suite in suites {
     do {
-        let report = try suite.run(options: options, log: log)
+        let before = CPUTimes.now()
+        var report = try suite.run(options: options, log: log)
+        report.parameters.append(("CPU steal", CPUTimes.describeSteal(from: before, to: CPUTimes.now())))
         reports.append(report)
         print("")
         print(report.render())
@@ -108,6 +117,7 @@ for suite in suites {
     }
 }
 let seconds = Date().timeIntervalSince(started)
+machine.cpuSteal = CPUTimes.describeSteal(from: runStartTimes, to: CPUTimes.now())
 print("")
 print("machine: \(machine.description)")
 print("total time: \(format(seconds, decimals: 1)) s")

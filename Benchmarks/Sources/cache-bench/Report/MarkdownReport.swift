@@ -15,7 +15,9 @@ func writeReport(_ reports: [SuiteReport], machine: Machine, seconds: Double, to
         "- total time: \(format(seconds, decimals: 0)) s",
         "",
         "Every system runs the same pre-generated workload in the same process and run, with the repeats",
-        "interleaved; ratios are to LMDBCache on the same workload (above 1: faster than LMDBCache).",
+        "interleaved (each round in an order drawn from the seed); ratios are to LMDBCache on the same",
+        "workload, taken round by round (above 1: faster than LMDBCache), with their min-max; \"within",
+        "noise\" marks a row whose per-round ratios fall on both sides of 1.",
         "",
     ]
     for report in reports {
@@ -29,6 +31,9 @@ func writeReport(_ reports: [SuiteReport], machine: Machine, seconds: Double, to
         lines.append("")
         lines.append(ResultTable(report).markdown)
         lines.append("")
+        for table in report.extraTables {
+            lines += ["**\(table.title)**", "", table.markdown, ""]
+        }
         lines += report.notes.map { "- " + $0 }
         lines.append("")
     }

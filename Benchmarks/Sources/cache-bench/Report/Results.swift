@@ -84,6 +84,11 @@ struct ResultTable {
                 "p99",
             ]
             rightAligned = [1, 3, 4, 5, 6, 7, 8, 9]
+        case "disk":
+            header = [
+                "workload", "value", "threads", "system", "durable", "ops/s", "min-max", "p50", "p99", "vs LMDBCache",
+            ]
+            rightAligned = [1, 2, 5, 6, 7, 8, 9]
         default:
             header = ["workload", "value", "threads", "system", "ops/s", "min-max", "p50", "p99", "vs LMDBCache"]
             rightAligned = [1, 2, 4, 5, 6, 7, 8]
@@ -95,7 +100,7 @@ struct ResultTable {
             previousGroup = group
             let range =
                 "\(formatRate(row.runsOpsPerSecond.min() ?? 0))-\(formatRate(row.runsOpsPerSecond.max() ?? 0))"
-            let ratio = row.ratioToLMDBCache.map { format($0, decimals: 2) + "x" } ?? ""
+            let ratio = formatRatio(row)
             switch report.suite {
             case "hitrate":
                 rows.append([
@@ -109,11 +114,12 @@ struct ResultTable {
                     formatNanoseconds(row.p50Nanoseconds), formatNanoseconds(row.p99Nanoseconds),
                 ])
             default:
-                rows.append([
-                    row.workload, row.valueBytes >= 1_024 ? "\(row.valueBytes / 1_024) KB" : "\(row.valueBytes) B",
-                    "\(row.threads)", row.label, formatRate(row.opsPerSecond), range,
-                    formatNanoseconds(row.p50Nanoseconds), formatNanoseconds(row.p99Nanoseconds), ratio,
-                ])
+                let durable = report.suite == "disk" ? [row.durable ?? ""] : []
+                rows.append(
+                    [row.workload, formatValueBytes(row.valueBytes), "\(row.threads)", row.label] + durable + [
+                        formatRate(row.opsPerSecond), range, formatNanoseconds(row.p50Nanoseconds),
+                        formatNanoseconds(row.p99Nanoseconds), ratio,
+                    ])
             }
         }
     }
@@ -124,14 +130,55 @@ struct ResultTable {
     }
 
     /// A GitHub-flavoured Markdown table.
-    var markdown: String {
-        let align = header.indices.map { rightAligned.contains($0) ? "---:" : "---" }
-        let lines = [header, align] + rows
-        return lines.map {
-            "| " + $0.map { $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ") + " |"
-        }
-        .joined(separator: "\n")
+    var markdown: String { markdownTable(header: header, rightAligned: rightAligned, rows: rows) }
+}
+
+/// A row's ratio to LMDBCache: `0.84x`, with the per-round range when there is one
+/// (`0.84x (0.80-0.88)`), and `within noise` when that range holds 1.
+func formatRatio(_ row: ResultRow) -> String {
+    guard let ratio = row.ratioToLMDBCache else { return "" }
+    var text = format(ratio, decimals: 2) + "x"
+    if let low = row.ratioMin, let high = row.ratioMax, row.system != "LMDBCache" || row.variant != nil {
+        text += " (\(format(low, decimals: 2))-\(format(high, decimals: 2)))"
+        if row.withinNoise == true { text += " within noise" }
     }
+    return text
+}
+
+/// A value size: `100 B`, `4 KB`.
+func formatValueBytes(_ bytes: Int) -> String {
+    bytes >= 1_024 ? "\(bytes / 1_024) KB" : "\(bytes) B"
+}
+
+/// A byte count in binary units, short: `812 B`, `5.3 MiB`, `1.20 GiB`.
+func formatBytes(_ value: Int) -> String {
+    let bytes = Double(value)
+    if bytes >= Double(1 << 30) { return format(bytes / Double(1 << 30), decimals: 2) + " GiB" }
+    if bytes >= Double(1 << 20) { return format(bytes / Double(1 << 20), decimals: 1) + " MiB" }
+    if bytes >= Double(1 << 10) { return format(bytes / Double(1 << 10), decimals: 1) + " KiB" }
+    return "\(value) B"
+}
+
+/// A table a suite prints after its main one (the disk suite's storage table).
+struct ExtraTable: Sendable {
+    var title: String
+    var header: [String]
+    var rightAligned: Set<Int>
+    var rows: [[String]]
+
+    var text: String { TextTable(header: header, rightAligned: rightAligned, rows: rows).render() }
+
+    var markdown: String { markdownTable(header: header, rightAligned: rightAligned, rows: rows) }
+}
+
+/// A GitHub-flavoured Markdown table.
+func markdownTable(header: [String], rightAligned: Set<Int>, rows: [[String]]) -> String {
+    let align = header.indices.map { rightAligned.contains($0) ? "---:" : "---" }
+    let lines = [header, align] + rows
+    return lines.map {
+        "| " + $0.map { $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ") + " |"
+    }
+    .joined(separator: "\n")
 }
 
 /// A capacity as entries (`15,000`) or, for byte-bounded traces, binary bytes (`128 MiB`).
@@ -150,6 +197,9 @@ extension SuiteReport {
         for (key, value) in parameters { lines.append("\(key): \(value)") }
         lines.append("")
         lines.append(ResultTable(self).text)
+        for table in extraTables {
+            lines += ["", table.title, "", table.text]
+        }
         lines.append("")
         lines += notes.map { "- " + $0 }
         return lines.joined(separator: "\n")

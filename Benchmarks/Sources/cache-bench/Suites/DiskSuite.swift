@@ -2,29 +2,67 @@ import BenchmarkData
 import Foundation
 
 // The disk suite: DiskCache beside SQLite (as YYKVStorage), one file per key (as PINDiskCache),
-// raw LMDB C calls and Redis, on warm gets and overwriting sets of 100 B and 4 KB values, plus
-// synchronous writes.
+// raw LMDB C calls with and without zlib, RocksDB and Redis: warm and cold gets and overwriting
+// sets of 100 B and 4 KB values (JSON-like and random), YCSB-A and -B mixes, gets while another
+// thread writes, two processes on one store, and synchronous writes. Every row states when its
+// writes are durable; the storage table gives each store's compression and size.
 
 struct DiskSuite: Suite {
     let name = "disk"
 
-    /// Bytes per value, and the payload each is: 100 B of JSON-like text (below the compression
-    /// threshold), 4 KB of JSON-like text (compresses about 3x).
-    let payloads: [Payload] = [.json100, .json4K]
+    /// The values: 100 B of JSON-like text (below the compression threshold), 4 KB of JSON-like
+    /// text (compresses about 3x), 4 KB of random bytes (does not compress).
+    let payloads: [Payload] = [.json100, .json4K, .random4K]
+    /// The payload of the mixes, the read-while-writing and the two-process workloads.
+    let mixPayload = Payload.json4K
+
+    /// How much each workload does per run.
+    struct Sizes {
+        var entries: Int
+        var gets: Int
+        var sets: Int
+        var coldGets: Int
+        var mixOperations: Int
+        var synchronousSets: Int
+        /// A get or mix run stops after this long even if it has operations left.
+        var seconds: Double
+
+        init(quick: Bool) {
+            entries = quick ? 5_000 : 50_000
+            gets = quick ? 4_000 : 50_000
+            sets = quick ? 1_000 : 10_000
+            coldGets = quick ? 200 : 2_000
+            mixOperations = quick ? 1_000 : 10_000
+            synchronousSets = quick ? 100 : 500
+            seconds = quick ? 0.2 : 1.0
+        }
+    }
+
+    /// A store of one kind, open, with the facts the rows repeat.
+    final class Store {
+        let kind: DiskSystemKind
+        var system: any DiskSystem
+        let directory: String
+        var bytesOnDisk: Int?
+
+        init(kind: DiskSystemKind, system: any DiskSystem, directory: String) {
+            self.kind = kind
+            self.system = system
+            self.directory = directory
+        }
+    }
 
     func run(options: Options, log: (String) -> Void) throws -> SuiteReport {
-        let entries = options.quick ? 5_000 : 50_000
-        let getOperations = options.quick ? 4_000 : 50_000
-        let setOperations = options.quick ? 1_000 : 10_000
-        let synchronousOperations = options.quick ? 100 : 500
-        let repeats = 3
+        let sizes = Sizes(quick: options.quick)
+        let repeats = options.repeats()
         let root = "\(options.scratchDirectory)/cache-bench-\(getpid())"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: root) }
         var directoryNumber = 0
         func newDirectory(_ name: String) throws -> String {
             directoryNumber += 1
-            let path = "\(root)/\(directoryNumber)-\(name)"
+            let safe = name.map { $0.isLetter || $0.isNumber ? $0 : "-" }
+            let path = "\(root)/\(directoryNumber)-\(String(safe))"
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             return path
         }
@@ -54,120 +92,249 @@ struct DiskSuite: Suite {
         defer { server?.stop() }
 
         var rows: [ResultRow] = []
-        var warnings: [String] = []
-        let keys = makeKeys(count: entries + synchronousOperations * repeats, salt: 0xD15C)
+        var storage: [String: [Payload: Int]] = [:]
+        var compressions: [String: String] = [:]
+        var durabilities: [String: String] = [:]
+        var residency: [String] = []
+        let keys = makeKeys(count: sizes.entries + sizes.synchronousSets * repeats, salt: 0xD15C)
+
+        /// Summarizes one workload's samples (in `stores`' order) into rows, with ratios.
+        func cell(_ workload: String, _ payload: Payload, _ stores: [Store], _ samples: [[RunSample]]) -> [ResultRow] {
+            var cell = zip(stores, samples).map { store, runs in
+                var row = summarize(
+                    suite: name, system: store.system.name, variant: store.system.variant, workload: workload,
+                    threads: 1, valueBytes: payload.size, runs: runs)
+                row.durable = store.system.durability.rawValue
+                row.compression = store.system.compression
+                row.bytesOnDisk = store.bytesOnDisk
+                return row
+            }
+            cell.computeRatios()
+            log(
+                "disk: \(workload) \(payload.label): "
+                    + cell.map { "\($0.label) \(formatRate($0.opsPerSecond))" }.joined(separator: ", "))
+            return cell
+        }
+
+        /// Runs `measure` for each store in interleaved rounds, draining each store after its run
+        /// and recording LMDBCache's writer CPU time over both.
+        func rounds(
+            _ workload: String, _ payload: Payload, _ stores: [Store],
+            measure: (Store, _ round: Int) throws -> RunSample
+        ) throws -> [[RunSample]] {
+            try interleavedRounds(
+                systems: stores.count, rounds: repeats, seed: options.seed, salt: workloadSalt(workload + payload.label)
+            ) { index, round in
+                let store = stores[index]
+                let measuresWriter = store.system is DiskCacheStore
+                let before = measuresWriter ? WriterThreadCPU.nanoseconds() : 0
+                var sample = try measure(store, round)
+                try store.system.drain()
+                if measuresWriter {
+                    let after = WriterThreadCPU.nanoseconds()
+                    sample.writerCPUNanoseconds = after >= before ? after - before : nil
+                }
+                return sample
+            }
+        }
+
         for payload in payloads {
             let pool = payload.pool(count: 256, seed: 7)
-            var systems: [any DiskSystem] = []
+            var stores: [Store] = []
             for kind in kinds {
-                let system = try kind.open(try newDirectory("\(kind.label)-\(payload)"), .standard)
+                let directory = try newDirectory("\(kind.label)-\(payload)")
+                let system = try kind.open(directory, .standard)
                 let started = nanosecondsNow()
-                try fill(system, keys: keys[..<entries], pool: pool)
+                try fill(system, keys: keys[..<sizes.entries], pool: pool)
+                try system.drain()
+                let store = Store(kind: kind, system: system, directory: directory)
+                if system.directory != nil {
+                    store.bytesOnDisk = StoreFiles.bytesOnDisk(directory)
+                    storage[kind.label, default: [:]][payload] = store.bytesOnDisk
+                }
+                compressions[kind.label] = system.compression
+                durabilities[kind.label] = system.durability.rawValue
                 log(
-                    "disk: \(label(system)) \(payload.label): filled \(entries) entries in "
+                    "disk: \(kind.label) \(payload.label): filled \(sizes.entries) entries in "
                         + "\(format(Double(nanosecondsNow() - started) / 1e9, decimals: 1)) s")
-                systems.append(system)
+                stores.append(store)
             }
-            defer { for system in systems { system.close() } }
+            defer { for store in stores { store.system.close() } }
 
-            // Warm gets of present keys in random order, each round a new order.
-            var getRuns = [[RunSample]](repeating: [], count: systems.count)
-            for round in 0..<repeats {
-                let shuffled = shuffle((0..<getOperations).map { $0 % entries }, seed: UInt64(100 + round))
-                for step in systems.indices {
-                    let index = (round + step) % systems.count
-                    getRuns[index].append(try timeGets(systems[index], keys: keys, order: shuffled))
-                }
+            // Warm gets of present keys, each round in a new order.
+            let gets = try rounds("get", payload, stores) { store, round in
+                let order = shuffledIndices(count: sizes.entries, seed: UInt64(100 + round))
+                return try DiskWorkloads.gets(
+                    store.system, keys: keys, order: Array(order.prefix(sizes.gets)), seconds: sizes.seconds)
             }
-            // Sets over present keys (a new value each time), then whatever makes them durable.
-            var setRuns = [[RunSample]](repeating: [], count: systems.count)
-            for round in 0..<repeats {
-                let order = shuffle((0..<setOperations).map { $0 % entries }, seed: UInt64(200 + round))
-                for step in systems.indices {
-                    let index = (round + step) % systems.count
-                    setRuns[index].append(
-                        try timeSets(systems[index], keys: keys, order: order, pool: pool, shift: round + 1))
-                }
+            rows += cell("get", payload, stores, gets)
+
+            // Overwrites of present keys, then whatever the system does to make them durable.
+            let sets = try rounds("set", payload, stores) { store, round in
+                let order = shuffledIndices(count: sizes.entries, seed: UInt64(200 + round)).prefix(sizes.sets)
+                return try DiskWorkloads.sets(
+                    store.system, keys: keys, order: Array(order), pool: pool, shift: round + 1)
             }
-            for (workload, runs) in [("get", getRuns), ("set", setRuns)] {
-                var cell = zip(systems, runs).map { system, runs in
-                    summarize(
-                        suite: name, system: system.name, variant: system.variant, workload: workload, threads: 1,
-                        valueBytes: payload.size, runs: runs)
-                }
-                cell.computeRatios()
-                for row in cell where (row.misses ?? 0) > 0 {
-                    warnings.append("\(row.label) missed \(row.misses ?? 0) gets of present keys (\(payload.label))")
-                }
-                log(
-                    "disk: \(workload) \(payload.label): "
-                        + cell.map { "\($0.label) \(formatRate($0.opsPerSecond))" }.joined(separator: ", "))
-                rows += cell
+            rows += cell("set", payload, stores, sets)
+
+            // Cold gets: the store closed, its files dropped from the page cache, reopened.
+            let reopening = stores.filter(\.kind.reopens)
+            var resident: [String: Double] = [:]
+            let cold = try rounds("get cold", payload, reopening) { store, round in
+                store.system.close()
+                try StoreFiles.dropFromPageCache(store.directory)
+                store.system = try store.kind.open(store.directory, .standard)
+                resident[store.kind.label] = max(
+                    resident[store.kind.label] ?? 0, StoreFiles.residentShare(store.directory))
+                let order = shuffledIndices(count: sizes.entries, seed: UInt64(300 + round)).prefix(sizes.coldGets)
+                return try DiskWorkloads.gets(store.system, keys: keys, order: Array(order), seconds: 60)
             }
+            rows += cell("get cold", payload, reopening, cold)
+            residency.append(
+                "\(payload.label): "
+                    + reopening.map { "\($0.kind.label) \(formatPercent(resident[$0.kind.label]))" }
+                    .joined(separator: ", "))
+
+            guard payload == mixPayload else { continue }
+            let zipf = ZipfSampler(count: sizes.entries, exponent: Distribution.zipfExponent, seed: 0xC5B)
+            let oneAtATime = stores.filter { $0.system.pipelineDepth == 1 }
+            for (workload, setShare) in [("YCSB-A 50/50", 0.5), ("YCSB-B 95/5", 0.05)] {
+                let samples = try rounds(workload, payload, oneAtATime) { store, round in
+                    let plan = DiskWorkloads.mixPlan(
+                        count: sizes.mixOperations, setShare: setShare, zipf: zipf, poolCount: pool.count,
+                        seed: UInt64(400 + round) ^ workloadSalt(workload))
+                    return try DiskWorkloads.mix(store.system, keys: keys, plan: plan, pool: pool, seconds: sizes.seconds)
+                }
+                rows += cell(workload, payload, oneAtATime, samples)
+            }
+
+            let concurrent = stores.filter(\.kind.readsWhileWriting)
+            let whileWriting = try rounds("get while writing", payload, concurrent) { store, round in
+                let writer = try store.system.concurrentWriter()
+                defer { if writer !== store.system { writer.close() } }
+                let order = shuffledIndices(count: sizes.entries, seed: UInt64(500 + round)).prefix(sizes.gets)
+                return try DiskWorkloads.getsWhileWriting(
+                    store.system, writer: writer, keys: keys, entries: sizes.entries, order: Array(order), pool: pool,
+                    seconds: sizes.seconds, seed: UInt64(600 + round))
+            }
+            rows += cell("get while writing", payload, concurrent, whileWriting)
         }
 
         // Synchronous writes: each set returns once it is on stable storage.
         let payload = Payload.json100
         let pool = payload.pool(count: 256, seed: 9)
-        var synchronous: [(any DiskSystem, [RunSample])] = []
+        var synchronous: [Store] = []
         for kind in kinds where kind.synchronous {
-            synchronous.append((try kind.open(try newDirectory("\(kind.label)-sync"), .synchronous), []))
+            let directory = try newDirectory("\(kind.label)-sync")
+            synchronous.append(Store(kind: kind, system: try kind.open(directory, .synchronous), directory: directory))
         }
-        defer { for (system, _) in synchronous { system.close() } }
-        for round in 0..<repeats {
-            let first = entries + round * synchronousOperations
-            let order = Array(first..<first + synchronousOperations)
-            for step in synchronous.indices {
-                let index = (round + step) % synchronous.count
-                synchronous[index].1.append(
-                    try timeSets(synchronous[index].0, keys: keys, order: order, pool: pool, shift: 0))
-            }
+        defer { for store in synchronous { store.system.close() } }
+        let synchronousSamples = try rounds("set synchronous", payload, synchronous) { store, round in
+            let first = sizes.entries + round * sizes.synchronousSets
+            return try DiskWorkloads.sets(
+                store.system, keys: keys, order: Array(first..<first + sizes.synchronousSets), pool: pool, shift: 0)
         }
-        var cell = synchronous.map { system, runs in
-            summarize(
-                suite: name, system: system.name, workload: "set synchronous", threads: 1, valueBytes: payload.size,
-                runs: runs)
+        rows += cell("set synchronous", payload, synchronous, synchronousSamples)
+
+        var warnings: [String] = []
+        for row in rows where (row.misses ?? 0) > 0 {
+            warnings.append(
+                "\(row.label) missed \(row.misses ?? 0) gets of present keys (\(row.workload), "
+                    + "\(formatValueBytes(row.valueBytes)))")
         }
-        cell.computeRatios()
-        log(
-            "disk: set synchronous: "
-                + cell.map { "\($0.label) \(formatRate($0.opsPerSecond))" }.joined(separator: ", "))
-        rows += cell
         for warning in warnings { log("disk: WARNING: " + warning) }
 
+        let writerCPU = rows.filter { $0.writerCPUNanosecondsPerOperation != nil }.map { row in
+            "\(row.label) \(row.workload) \(formatValueBytes(row.valueBytes)): "
+                + formatNanoseconds(row.writerCPUNanosecondsPerOperation ?? 0)
+        }
+        let concurrentWrites = rows.filter { $0.concurrentWritesPerSecond != nil }.map { row in
+            "\(row.label) \(formatRate(row.concurrentWritesPerSecond ?? 0))"
+        }
+        let storageRows = kinds.filter { storage[$0.label] != nil }.map { kind in
+            [kind.label, compressions[kind.label] ?? "", durabilities[kind.label] ?? ""]
+                + payloads.map { payload in
+                    guard let bytes = storage[kind.label]?[payload] else { return "" }
+                    let raw = Double(sizes.entries * (21 + payload.size))
+                    return "\(formatBytes(bytes)) (\(format(Double(bytes) / raw, decimals: 2))x)"
+                }
+        }
         return SuiteReport(
             suite: name,
             parameters: [
-                ("entries", "\(entries) per store, filled before timing; keys like item:9f3c0a51d2e4b786 (21 B)"),
-                ("values", "100 B and 4 KB of JSON-like text (LMDBCache compresses the 4 KB ones, about 3x)"),
-                ("get", "\(getOperations) gets of present keys in random order per run"),
-                ("set", "\(setOperations) overwrites of present keys per run, then each system's flush or commit"),
-                ("set synchronous", "\(synchronousOperations) inserts of 100 B per run, each durable on return"),
-                ("repeats", "\(repeats), interleaved (each round starts one system further along); median reported"),
+                ("entries", "\(sizes.entries) per store, filled before timing; keys like item:9f3c0a51d2e4b786 (21 B)"),
+                (
+                    "values",
+                    "100 B and 4 KB of JSON-like text (LMDBCache compresses the 4 KB ones about 3x), "
+                        + "4 KB of random bytes (incompressible)"
+                ),
+                (
+                    "get", "up to \(sizes.gets) gets of present keys in random order per run, stopping after "
+                        + "\(format(sizes.seconds, decimals: 1)) s"
+                ),
+                ("set", "\(sizes.sets) overwrites of present keys per run, then each system's flush or commit"),
+                (
+                    "get cold",
+                    "\(sizes.coldGets) gets of distinct keys after the store is closed, its files are fdatasync'd "
+                        + "and dropped from the page cache (posix_fadvise POSIX_FADV_DONTNEED), and it is reopened"
+                ),
+                (
+                    "YCSB-A 50/50, YCSB-B 95/5",
+                    "\(mixPayload.label): up to \(sizes.mixOperations) operations per run, keys Zipf(0.99) over the "
+                        + "entries, 50% or 5% overwrites, the rest gets, then each system's flush or commit"
+                ),
+                (
+                    "get while writing",
+                    "\(mixPayload.label): gets as above while a second thread writes without pause: batches of 100 "
+                        + "overwrites, each batch followed by the system's flush or commit"
+                ),
+                ("set synchronous", "\(sizes.synchronousSets) inserts of 100 B per run, each durable on return"),
+                (
+                    "repeats",
+                    "\(repeats) rounds; each runs every system once, in an order drawn from the seed, and drains it "
+                        + "(untimed) after its run"
+                ),
                 ("directory", "\(options.scratchDirectory) (\(fileSystemName(options.scratchDirectory)))"),
             ],
             notes: [
-                "ops/s: one thread; get and set throughput includes every call, and for set the final flush "
-                    + "(LMDBCache: flush(); LMDB-C: commit and mdb_env_sync).",
-                "p50/p99: each operation timed on its own (a pipelined Redis batch: its time / 100). "
-                    + "LMDBCache's default set returns once queued; its writer thread commits in batches.",
-                "LMDBCache: DiskCache, default configuration (batched: a commit per batch with fdatasync, zlib "
-                    + "above 512 B); synchronous: .synchronous durability.",
+                "ops/s: one thread; set, mix and synchronous throughput includes the final flush or commit.",
+                "durable: when a write is on stable storage: on return; per batch (each commit syncs, shortly after "
+                    + "the call returns); at the end (only the run's final flush syncs); never (no sync, or no "
+                    + "persistence).",
+                "p50/p99: each operation timed on its own (a pipelined Redis batch: its time / 100); mixes: gets "
+                    + "only. LMDBCache's default set returns once queued; its writer thread commits in batches.",
+                "vs LMDBCache: median of the per-round ratios to LMDBCache (batched, the default) with their "
+                    + "min-max; within noise when they fall on both sides of 1.",
+                "LMDBCache: DiskCache, default configuration (batched: a commit per batch with fdatasync, zlib 1 "
+                    + "for values of 512 B and up); periodic: .periodic(syncInterval: 60 s), commits without sync, "
+                    + "synced by the final flush; synchronous: .synchronous.",
                 "SQLite: system libsqlite3 as YYKVStorage: manifest table with the value inline, WAL, "
-                    + "synchronous=NORMAL (FULL when synchronous), prepared statements, access time updated on read.",
+                    + "synchronous=NORMAL and a wal_checkpoint(FULL) (which syncs) at the end of a write run; "
+                    + "synchronous: synchronous=FULL; prepared statements; access time updated on read.",
                 "FilePerKey: a file per key in one directory as PINDiskCache: write to a temporary file and "
-                    + "rename; read, then update the file's modification time (the access date).",
-                "LMDB-C: raw LMDB C calls, values stored as they are; 1,000 puts a transaction, MDB_NOSYNC, one "
-                    + "sync at the end; synchronous: one put per transaction, full sync on commit.",
+                    + "rename; read, then update the file's modification time (the access date); never synced; "
+                    + "synchronous: fsync of the file before the rename and of the directory after it.",
+                "LMDB-C: raw LMDB C calls, no record, checksum, index or access time; 1,000 puts a transaction; "
+                    + "nosync: MDB_NOSYNC, one sync at the end; per batch: MDB_NOMETASYNC, each commit "
+                    + "fdatasyncs (LMDBCache's mode); + zlib: values of 512 B and up deflated at level 1 when "
+                    + "smaller (LMDBCache's setting); synchronous: one put a transaction, full sync.",
                 "Redis: redis-server 127.0.0.1, persistence off, one connection, RESP over a plain socket; "
-                    + "also pipelined (100 commands, then 100 replies). Not in the synchronous workload: "
-                    + "without persistence nothing reaches the disk.",
+                    + "also pipelined (100 commands, then 100 replies). Not in the synchronous, cold, "
+                    + "read-while-writing or two-process workloads: it keeps nothing on disk.",
+                "get cold: share of the store's file pages in the page cache when the timed gets began "
+                    + "(mincore; reopening reads some): " + residency.joined(separator: "; "),
+                "get while writing: writes per second the writer thread finished meanwhile: "
+                    + concurrentWrites.joined(separator: ", "),
+                "LMDBCache's writer thread: CPU time per operation over the run and the drain after it "
+                    + "(/proc/self/task/*/schedstat): " + writerCPU.joined(separator: "; "),
             ] + notes + warnings.map { "WARNING: " + $0 },
-            rows: rows)
-    }
-
-    private func label(_ system: any DiskSystem) -> String {
-        system.variant.map { "\(system.name) (\($0))" } ?? system.name
+            rows: rows,
+            extraTables: [
+                ExtraTable(
+                    title: "storage: bytes on disk after the fill of \(sizes.entries) entries (x: over the raw keys and values)",
+                    header: ["system", "compression", "durable"] + payloads.map(\.label),
+                    rightAligned: Set(3..<(3 + payloads.count)), rows: storageRows)
+            ])
     }
 
     /// Stores `pool[i % pool.count]` under each key, pipelined where the system pipelines.
@@ -183,77 +350,5 @@ struct DiskSuite: Suite {
             for index in keys.indices { try system.set(pool[index % pool.count], forKey: keys[index]) }
         }
         try system.finishWrites()
-    }
-
-    /// Times a get of `keys[i]` for each `i` in `order`, one at a time (or a pipeline at a time).
-    private func timeGets(_ system: any DiskSystem, keys: [[UInt8]], order: [Int]) throws -> RunSample {
-        var times: [UInt64] = []
-        times.reserveCapacity(order.count)
-        var misses = 0
-        var bytes = 0
-        let depth = system.pipelineDepth
-        let start = nanosecondsNow()
-        if depth > 1 {
-            let batchKeys = order.map { keys[$0] }
-            var first = 0
-            while first < batchKeys.count {
-                let end = min(first + depth, batchKeys.count)
-                let before = nanosecondsNow()
-                let (found, got) = try system.get(many: batchKeys[first..<end])
-                times.append(nanosecondsNow() - before)
-                misses += (end - first) - found
-                bytes &+= got
-                first = end
-            }
-        } else {
-            for index in order {
-                let before = nanosecondsNow()
-                let value = try system.get(keys[index])
-                times.append(nanosecondsNow() - before)
-                if let value { bytes &+= value.count } else { misses += 1 }
-            }
-        }
-        let elapsed = nanosecondsNow() - start
-        blackHole(bytes)
-        return RunSample(
-            operations: order.count, elapsedNanos: elapsed, batchNanos: times, batchSize: depth, misses: misses)
-    }
-
-    /// Times a set of `keys[i]` to a pool value for each `i` in `order`, then `finishWrites()`.
-    private func timeSets(
-        _ system: any DiskSystem, keys: [[UInt8]], order: [Int], pool: [[UInt8]], shift: Int
-    ) throws -> RunSample {
-        var times: [UInt64] = []
-        times.reserveCapacity(order.count)
-        let depth = system.pipelineDepth
-        let start = nanosecondsNow()
-        if depth > 1 {
-            let pairs = order.map { (key: keys[$0], value: pool[($0 + shift) % pool.count]) }
-            var first = 0
-            while first < pairs.count {
-                let end = min(first + depth, pairs.count)
-                let before = nanosecondsNow()
-                try system.set(many: Array(pairs[first..<end]))
-                times.append(nanosecondsNow() - before)
-                first = end
-            }
-        } else {
-            for index in order {
-                let value = pool[(index + shift) % pool.count]
-                let before = nanosecondsNow()
-                try system.set(value, forKey: keys[index])
-                times.append(nanosecondsNow() - before)
-            }
-        }
-        try system.finishWrites()
-        let elapsed = nanosecondsNow() - start
-        return RunSample(operations: order.count, elapsedNanos: elapsed, batchNanos: times, batchSize: depth, misses: 0)
-    }
-
-    private func shuffle(_ values: [Int], seed: UInt64) -> [Int] {
-        var random = SplitMix64(seed: seed)
-        var values = values
-        values.shuffle(using: &random)
-        return values
     }
 }

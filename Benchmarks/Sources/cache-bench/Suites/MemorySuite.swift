@@ -163,7 +163,9 @@ struct MemorySuite: Suite {
             for distribution in Distribution.allCases {
                 for threads in threadCounts {
                     let cell = Cell(operation: operation, distribution: distribution, threads: threads)
-                    let cellRows = measure(cell, systems: systems, repeats: options.repeats, batchSize: batchSize)
+                    let cellRows = measure(
+                        cell, systems: systems, repeats: options.repeats(threads: threads), seed: options.seed,
+                        batchSize: batchSize)
                     log(
                         "memory: \(cell.label): "
                             + cellRows.map { "\($0.system) \(format($0.opsPerSecond / 1e6, decimals: 2))" }
@@ -177,7 +179,7 @@ struct MemorySuite: Suite {
         // keep every entry: say so where a system did otherwise.
         var warnings: [String] = []
         for row in rows where (row.misses ?? 0) > 0 {
-            let operations = operations * options.repeats
+            let operations = operations * options.repeats(threads: row.threads)
             let percent = format(Double(row.misses ?? 0) * 100 / Double(operations), decimals: 2)
             warnings.append(
                 "\(row.system) missed \(row.misses ?? 0) of \(operations) gets (\(percent)%) in "
@@ -199,7 +201,11 @@ struct MemorySuite: Suite {
                 ("keys", "String \"key-<n>\", pre-built (NSString for NSCache)"),
                 ("value", "a [UInt8] of 100 bytes per key (distinct arrays)"),
                 ("operations per run", "\(operations) (split evenly over the threads)"),
-                ("repeats", "\(options.repeats), interleaved; median reported"),
+                (
+                    "repeats",
+                    "\(options.repeats(threads: 1)) on 1 thread, \(options.repeats(threads: 2)) on 2; each round runs "
+                        + "every system once, in an order drawn from the seed; median and min-max reported"
+                ),
                 (
                     "distributions",
                     "uniform; Zipf(\(Distribution.zipfExponent)) with ranks permuted "
@@ -210,7 +216,8 @@ struct MemorySuite: Suite {
                 "ops/s: aggregate throughput of all threads, first start to last end (threads released by a barrier).",
                 "p50/p99: per-operation time estimated by timing batches of \(batchSize) operations "
                     + "(batch time / \(batchSize)), over all threads and repeats; not single-operation latencies.",
-                "vs \(reference): the system's median throughput divided by \(reference)'s in the same row group.",
+                "vs \(reference): the median of the system's per-round throughput over \(reference)'s in the same "
+                    + "round, with the min-max of those ratios; \"within noise\" when they fall on both sides of 1.",
                 "get: every key inserted and read once before timing; set: overwrites an inserted key.",
             ] + systems.map { "\($0.name): \($0.summary)" } + warnings.map { "WARNING: " + $0 },
             rows: rows)
@@ -227,18 +234,16 @@ struct MemorySuite: Suite {
         var workload: String { "\(operation.rawValue) \(distribution.rawValue)" }
     }
 
-    /// Runs every system on `cell` `repeats` times, interleaved, and summarizes each; the first
-    /// system is the reference for the ratios.
-    private func measure(_ cell: Cell, systems: [PreparedMemorySystem], repeats: Int, batchSize: Int) -> [ResultRow] {
-        var samples = [[RunSample]](repeating: [], count: systems.count)
-        // Each round runs every system once, starting one further along each time, so drift
-        // (clock frequency, a neighbour's load) spreads over all of them.
-        for round in 0..<repeats {
-            for step in 0..<systems.count {
-                let index = (round + step) % systems.count
-                samples[index].append(systems[index].run(cell.operation, cell.distribution, cell.threads))
-            }
-        }
+    /// Runs every system on `cell` `repeats` times, interleaved in seeded orders, and summarizes
+    /// each; the first system is the reference for the ratios.
+    private func measure(
+        _ cell: Cell, systems: [PreparedMemorySystem], repeats: Int, seed: UInt64, batchSize: Int
+    ) -> [ResultRow] {
+        // Each round runs every system once, in a new order, so drift (clock frequency, a
+        // neighbour's load) spreads over all of them; nothing is deferred, so nothing to drain.
+        let samples = interleavedRounds(
+            systems: systems.count, rounds: repeats, seed: seed, salt: workloadSalt(cell.label)
+        ) { index, _ in systems[index].run(cell.operation, cell.distribution, cell.threads) }
         var rows = zip(systems, samples).map { system, runs in
             summarize(
                 suite: name, system: system.name, workload: cell.workload, threads: cell.threads, valueBytes: 100,

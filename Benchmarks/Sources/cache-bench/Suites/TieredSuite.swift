@@ -44,17 +44,23 @@ struct TieredSuite: Suite {
             _ = try drive(cache, keys: keys, pool: pool, plan: plan(warmupOperations, seed: 1))
             try cache.flush()
             let before = cache.statistics
-            log("tiered: \(threads)t: \(operations) timed operations")
-            let sample = try drive(cache, keys: keys, pool: pool, plan: plan(operations, seed: 2))
-            try cache.flush()
+            // Several runs, each drained (a flush, untimed) before the next, so the writer's
+            // queued commits of one run do not land in the next run's timing.
+            let runs = options.repeats(threads: threads)
+            log("tiered: \(threads)t: \(runs) runs of \(operations / runs) timed operations")
+            var samples: [RunSample] = []
+            for run in 0..<runs {
+                samples.append(try drive(cache, keys: keys, pool: pool, plan: plan(operations / runs, seed: 2 + UInt64(run))))
+                try cache.flush()
+            }
             let after = cache.statistics
-            let gets = sample.misses  // drive() reports its get-or-load count here
+            let gets = samples.reduce(0) { $0 + $1.misses }  // drive() reports its get-or-load count here
             let memoryHits = after.memory.hits - before.memory.hits
             let diskHits = after.disk.hits - before.disk.hits
             let loads = after.loads - before.loads
             var row = summarize(
                 suite: name, system: "LMDBCache", workload: "90% get-or-load, 10% insert", threads: threads,
-                valueBytes: valueSize, runs: [sample])
+                valueBytes: valueSize, runs: samples)
             row.misses = nil
             row.memoryHitRatio = Double(memoryHits) / Double(max(gets, 1))
             row.diskHitRatio = Double(diskHits) / Double(max(gets - memoryHits, 1))
@@ -73,12 +79,18 @@ struct TieredSuite: Suite {
                     "key space",
                     "\(keySpace) keys (10x the memory tier), Zipf(\(Distribution.zipfExponent)), ranks permuted"
                 ),
-                ("operations", "\(operations) timed after \(warmupOperations) untimed, split over the threads"),
+                (
+                    "operations",
+                    "\(operations) timed after \(warmupOperations) untimed, split over the threads, in "
+                        + "\(options.repeats(threads: 1)) runs on 1 thread and \(options.repeats(threads: 2)) on 2, each "
+                        + "followed by an untimed flush"
+                ),
                 ("mix", "90% value(forKey:load:) (get-or-load), 10% insert of a \(valueSize) B value"),
                 ("loader", "returns a \(valueSize) B value at once (no simulated backend latency)"),
             ],
             notes: [
-                "ops/s: all threads' operations over the span from first start to last end (one run each).",
+                "ops/s: median over the runs of all threads' operations over the span from first start to last end; "
+                    + "min-max: the runs' range. Hit ratios are over all runs.",
                 "memory hits: get-or-loads the memory tier served; disk hits: the share of the memory tier's "
                     + "misses the disk tier served; either tier: get-or-loads that did not run the loader.",
                 "p50/p99: each operation timed on its own, over all threads; a load stores its value in both tiers "

@@ -1,0 +1,89 @@
+import Foundation
+
+/// What the disk suite does to a store's files from outside the store: measures them, drops them
+/// from the page cache, and asks how much of them is still cached.
+enum StoreFiles {
+    /// Every regular file under `directory`, recursively.
+    static func files(under directory: String) -> [String] {
+        guard let enumerator = FileManager.default.enumerator(atPath: directory) else { return [] }
+        var files: [String] = []
+        while let relative = enumerator.nextObject() as? String {
+            let path = directory + "/" + relative
+            var info = stat()
+            if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG { files.append(path) }
+        }
+        return files
+    }
+
+    /// Bytes the files under `directory` occupy on disk (allocated blocks, so a sparse file counts
+    /// only what it holds).
+    static func bytesOnDisk(_ directory: String) -> Int {
+        files(under: directory).reduce(0) { total, path in
+            var info = stat()
+            guard lstat(path, &info) == 0 else { return total }
+            return total &+ Int(clamping: info.st_blocks) &* 512
+        }
+    }
+
+    /// Writes back and then drops every file under `directory` from the page cache
+    /// (`fdatasync`, then `posix_fadvise(POSIX_FADV_DONTNEED)`). Pages still mapped by a process
+    /// stay cached, so the store must be closed first.
+    static func dropFromPageCache(_ directory: String) throws {
+        for path in files(under: directory) {
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw POSIXFailure("open \(path)") }
+            defer { _ = Glibc.close(descriptor) }
+            guard fdatasync(descriptor) == 0 else { throw POSIXFailure("fdatasync \(path)") }
+            let advised = posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED)
+            guard advised == 0 else {
+                errno = advised
+                throw POSIXFailure("posix_fadvise \(path)")
+            }
+        }
+    }
+
+    /// The share (0–1) of the pages of the files under `directory` now in the page cache
+    /// (`mincore` over a fresh read-only mapping of each, which faults nothing in).
+    static func residentShare(_ directory: String) -> Double {
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var pages = 0
+        var resident = 0
+        for path in files(under: directory) {
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            defer { _ = Glibc.close(descriptor) }
+            var info = stat()
+            guard fstat(descriptor, &info) == 0, info.st_size > 0 else { continue }
+            let size = Int(clamping: info.st_size)
+            guard let mapping = mmap(nil, size, PROT_READ, MAP_SHARED, descriptor, 0), mapping != MAP_FAILED
+            else { continue }
+            defer { munmap(mapping, size) }
+            let count = (size + pageSize - 1) / pageSize
+            var vector = [UInt8](repeating: 0, count: count)
+            guard mincore(mapping, size, &vector) == 0 else { continue }
+            pages += count
+            resident += vector.reduce(0) { $0 + Int($1 & 1) }
+        }
+        return pages > 0 ? Double(resident) / Double(pages) : 0
+    }
+}
+
+/// CPU time of LMDBCache's writer threads in this process (threads named `LMDBCache.writer`,
+/// which Linux truncates to 15 characters), from each thread's `/proc/self/task/<id>/schedstat`.
+enum WriterThreadCPU {
+    /// Nanoseconds on CPU, summed over every such thread alive now.
+    static func nanoseconds() -> UInt64 {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return 0 }
+        var total: UInt64 = 0
+        for task in tasks {
+            let base = "/proc/self/task/\(task)"
+            guard let name = try? String(contentsOfFile: base + "/comm", encoding: .utf8),
+                name.hasPrefix("LMDBCache.write"),
+                let schedstat = try? String(contentsOfFile: base + "/schedstat", encoding: .utf8),
+                let first = schedstat.split(separator: " ").first, let onCPU = UInt64(first)
+            else { continue }
+            total &+= onCPU
+        }
+        return total
+    }
+}
