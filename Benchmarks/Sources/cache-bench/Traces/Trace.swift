@@ -66,7 +66,12 @@ struct Trace: Sendable {
             guard fields.count >= 2 else {
                 throw TraceFailure(description: "\(name): line \(lineNumber): too few fields")
             }
-            for page in fields[0]..<fields[0] + fields[1] {
+            // Untrusted input: a range past UInt64.max is an error, not a trap.
+            let (end, overflow) = fields[0].addingReportingOverflow(fields[1])
+            guard !overflow else {
+                throw TraceFailure(description: "\(name): line \(lineNumber): page range overflows")
+            }
+            for page in fields[0]..<end {
                 ids.append(page)
                 sizes.append(1)
             }
