@@ -2,7 +2,8 @@ import Foundation
 import LMDBCache
 
 // The hit-rate suite: real traces replayed through the memory tier at several capacities, beside
-// an exact LRU (proving the replay against the published figures) and those published figures.
+// an exact LRU (proving the replay against the published figures), the published LRU figures and
+// the published ARC figures (no replay: an adaptive policy to place LMDBCache's LRU against).
 
 struct HitRateSuite: Suite {
     let name = "hitrate"
@@ -31,18 +32,32 @@ struct HitRateSuite: Suite {
         let started = nanosecondsNow()
         let trace = try Trace(path: request.path, format: request.format)
         let unique = Set(trace.ids).count
+        let skipped =
+            trace.format == .oracle ? "; \(trace.skippedZeroSize) zero-size requests skipped, as libCacheSim does" : ""
         log(
-            "hitrate: \(trace.name): \(trace.ids.count) requests, \(unique) objects, read in "
+            "hitrate: \(trace.name): \(trace.ids.count) requests, \(unique) objects\(skipped), read in "
                 + "\(format(Double(nanosecondsNow() - started) / 1e9, decimals: 1)) s")
         guard let sizes = request.sizes ?? PublishedHitRatios.sizes(trace: trace.name) else {
             throw TraceFailure(description: "no --sizes given and no published sizes for \(trace.name)")
         }
         let byteBounded = trace.format == .oracle
         let traceName = trace.name.replacingOccurrences(of: ".gz", with: "")
+        // The published figures are hits over their own count of requests: a file that gives
+        // another count (another cut of the trace, or zero-size records counted) cannot be compared.
+        let published = sizes.contains {
+            PublishedHitRatios.lru(trace: trace.name, capacity: $0) != nil
+                || PublishedHitRatios.arc(trace: trace.name, capacity: $0) != nil
+        }
+        if published, let requests = PublishedHitRatios.requests(trace: trace.name), requests != trace.ids.count {
+            throw TraceFailure(
+                description: "\(traceName): \(trace.ids.count) requests\(skipped), but the published figures "
+                    + "are over \(requests)")
+        }
 
         var rows: [ResultRow] = []
         for capacity in sizes {
             let reference = PublishedHitRatios.lru(trace: trace.name, capacity: capacity)
+            let arc = PublishedHitRatios.arc(trace: trace.name, capacity: capacity)
             let replays: [(system: String, variant: String?, replay: () -> (hits: Int, nanoseconds: UInt64))] = [
                 (
                     "LMDBCache", nil,
@@ -68,6 +83,15 @@ struct HitRateSuite: Suite {
                 row.referenceHitRatio = system == "LRU" ? reference : nil
                 cell.append(row)
             }
+            // ARC is not replayed: its row is the published figure, its own reference.
+            if let arc {
+                var row = ResultRow(
+                    suite: name, system: "ARC", workload: traceName, threads: 1, valueBytes: 0, opsPerSecond: 0,
+                    p50Nanoseconds: 0, p99Nanoseconds: 0, capacity: capacity, hitRatio: arc,
+                    capacityUnit: byteBounded ? "bytes" : "entries", variant: "published")
+                row.referenceHitRatio = arc
+                cell.append(row)
+            }
             cell.computeRatios()
             // The exact LRU must land on the published LRU figure (rounded to 0.01%), or the
             // replay itself is wrong.
@@ -91,13 +115,43 @@ struct HitRateSuite: Suite {
                 : MemoryCache<UInt64, Bool>.Configuration(countLimit: capacity)
             return "\(formatCapacity(capacity, bytes: byteBounded)): \(configuration.shardCount)"
         }
+        var notes = [
+            "Replay: each request is a lookup; a miss inserts the object. hit ratio = hits / requests.",
+            "LMDBCache: MemoryCache with its default configuration: its shards each hold an equal share of the "
+                + "capacity and evict their own least recently used entry, so its LRU is approximate across shards. "
+                + "Swift seeds its hashing per process, so keys fall into other shards on every run and this row "
+                + "moves by a few hundredths of a point between runs.",
+            "LMDBCache (shards 1): the same with Configuration.shards = 1, one LRU list over the whole capacity. "
+                + "Not quite exact LRU either: a hit on an entry among the most recently moved eighth of its "
+                + "shard is not moved again (LRUShard.markUsed), which saves writes on hot keys.",
+            "LRU: an exact single-threaded LRU in the harness (Systems/HitRate/ExactLRU.swift).",
+            "reference: the published figure for the row's own policy, trace and capacity "
+                + "(Benchmarks/Traces/README.md): on LRU rows the published LRU hit ratio, on ARC (published) rows "
+                + "the published ARC hit ratio; empty where there is none (LMDBCache's rows, unpublished sizes).",
+        ]
+        if rows.contains(where: { $0.system == "ARC" }) {
+            notes.append(
+                "ARC (published): not replayed (the harness has no ARC): the published ARC hit ratio, as both hit "
+                    + "ratio and reference, to show what an adaptive policy gets at the same capacity. Source: "
+                    + "\(PublishedHitRatios.arcSource(trace: trace.name)). ops/s and latencies are 0 in --json.")
+        }
+        if trace.format == .oracle {
+            notes.append(
+                "Zero-size requests: records of size 0 are skipped and not counted as requests, as libCacheSim's "
+                    + "oracleGeneral reader skips them (ignore_size_zero_req, on by default); this trace has "
+                    + "\(trace.skippedZeroSize).")
+        }
+        notes += [
+            "vs LMDBCache: hit ratio over LMDBCache's (default configuration) at the same capacity.",
+            "ops/s in --json: replay speed (requests per second, one thread), not a comparison.",
+        ]
         return SuiteReport(
             suite: name,
             parameters: [
                 (
                     "trace",
                     "\(options.trace == nil ? "Benchmarks/Traces/\(trace.name) (bundled)" : request.path) "
-                        + "(\(trace.format.rawValue) format): \(trace.ids.count) requests, \(unique) objects"
+                        + "(\(trace.format.rawValue) format): \(trace.ids.count) requests, \(unique) objects\(skipped)"
                 ),
                 (
                     "capacity",
@@ -107,19 +161,7 @@ struct HitRateSuite: Suite {
                 ),
                 ("LMDBCache shards", "default configuration on this machine: " + shardCounts.joined(separator: ", ")),
             ],
-            notes: [
-                "Replay: each request is a lookup; a miss inserts the object. hit ratio = hits / requests.",
-                "LMDBCache: MemoryCache with its default configuration: its shards each hold an equal share of the "
-                    + "capacity and evict their own least recently used entry, so its LRU is approximate across shards. Swift seeds its hashing per process, so keys fall into "
-                    + "other shards on every run and this row moves by a few hundredths of a point between runs.",
-                "LMDBCache (shards 1): the same with Configuration.shards = 1, one LRU list over the whole capacity. "
-                    + "Not quite exact LRU either: a hit on an entry among the most recently moved eighth of its "
-                    + "shard is not moved again (LRUShard.markUsed), which saves writes on hot keys.",
-                "LRU: an exact single-threaded LRU in the harness (Systems/HitRate/ExactLRU.swift); reference: the "
-                    + "published LRU figure for this trace and capacity (Benchmarks/Traces/README.md).",
-                "vs LMDBCache: hit ratio over LMDBCache's (default configuration) at the same capacity.",
-                "ops/s in --json: replay speed (requests per second, one thread), not a comparison.",
-            ],
+            notes: notes,
             rows: rows)
     }
 }

@@ -7,7 +7,8 @@ enum TraceFormat: String, Sendable {
     /// requests for pages `start ..< start + count`. Count-bounded: every page costs 1.
     case arc
     /// libCacheSim's `oracleGeneral` `.bin`: 24-byte little-endian records `u32 time, u64 id,
-    /// u32 size, i64 next access`. Byte-bounded: each object costs its size.
+    /// u32 size, i64 next access`. Byte-bounded: each object costs its size. Records of size 0
+    /// are skipped, as libCacheSim skips them (``Trace/skippedZeroSize``).
     case oracle
 
     /// The format a file name suggests (`.lis` or `oracleGeneral`), if any.
@@ -38,6 +39,10 @@ struct Trace: Sendable {
     var ids: [UInt64]
     /// Bytes of each request (all 1 for arc traces).
     var sizes: [UInt32]
+    /// Oracle traces: records of size 0, left out of ``ids`` and ``sizes`` as libCacheSim's
+    /// oracleGeneral reader leaves them out (it reads on to the next record, so they are neither
+    /// requests nor misses in its figures). Always 0 for arc traces.
+    var skippedZeroSize = 0
 
     /// Reads `path`, gzip-compressed or plain (zlib's gz functions read both).
     init(path: String, format: TraceFormat) throws {
@@ -66,7 +71,12 @@ struct Trace: Sendable {
             guard fields.count >= 2 else {
                 throw TraceFailure(description: "\(name): line \(lineNumber): too few fields")
             }
-            for page in fields[0]..<fields[0] + fields[1] {
+            // Untrusted input: a range past UInt64.max is an error, not a trap.
+            let (end, overflow) = fields[0].addingReportingOverflow(fields[1])
+            guard !overflow else {
+                throw TraceFailure(description: "\(name): line \(lineNumber): page range overflows")
+            }
+            for page in fields[0]..<end {
                 ids.append(page)
                 sizes.append(1)
             }
@@ -101,8 +111,18 @@ struct Trace: Sendable {
         bytes.withUnsafeBytes { raw in
             for index in 0..<count {
                 let base = index * recordSize
+                let size = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: base + 12, as: UInt32.self))
+                // As libCacheSim: its oracleGeneralBin_read_one_req reads the next record instead
+                // when `req->obj_size == 0 && reader->ignore_size_zero_req` (reading forward), and
+                // setup_reader sets ignore_size_zero_req to true by default (1a1a11a/libCacheSim at
+                // 08cc88068f8eadcc5e69066c436a5e8246a64c3a: libCacheSim/traceReader/customizedReader/
+                // oracle/oracleGeneralBin.h lines 46-48, libCacheSim/traceReader/reader.c line 67).
+                guard size > 0 else {
+                    skippedZeroSize += 1
+                    continue
+                }
                 ids.append(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: base + 4, as: UInt64.self)))
-                sizes.append(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: base + 12, as: UInt32.self)))
+                sizes.append(size)
             }
         }
     }
