@@ -66,22 +66,22 @@ public struct Machine: Codable, Sendable {
     /// `debug` or `release`: how the benchmarks were compiled.
     public static var buildConfiguration: String {
         #if DEBUG
-            return "debug"
+        return "debug"
         #else
-            return "release"
+        return "release"
         #endif
     }
 
     /// The Swift compiler that built the benchmarks.
     public static var compilerVersion: String {
         #if compiler(>=6.4)
-            return "Swift 6.4 or later"
+        return "Swift 6.4 or later"
         #elseif compiler(>=6.3)
-            return "Swift 6.3"
+        return "Swift 6.3"
         #elseif compiler(>=6.2)
-            return "Swift 6.2"
+        return "Swift 6.2"
         #else
-            return "Swift 6.1"
+        return "Swift 6.1"
         #endif
     }
 }

@@ -47,7 +47,8 @@ extension [ResultRow] {
             guard
                 let reference = first(where: {
                     $0.system == "LMDBCache" && $0.variant == nil && $0.workload == row.workload
-                        && $0.threads == row.threads && $0.valueBytes == row.valueBytes && $0.capacity == row.capacity
+                        && $0.threads == row.threads && $0.valueBytes == row.valueBytes && $0.valueKind == row.valueKind
+                        && $0.capacity == row.capacity
                 })
             else { continue }
             if let hit = row.hitRatio, let referenceHit = reference.hitRatio, row.capacity != nil {

@@ -79,6 +79,8 @@ struct ResultRow: Codable, Sendable {
     /// Whether the per-round ratios fall on both sides of 1: the order against LMDBCache is
     /// not settled by this run.
     var withinNoise: Bool?
+    /// Disk suite: what the values are, `json` (JSON-like text) or `random` (incompressible).
+    var valueKind: String?
     /// Disk suite: when a write is on stable storage (`on return`, `per batch`, `at the end`,
     /// `never`), how values are compressed, and the store's bytes on disk after its fill.
     var durable: String?

@@ -88,7 +88,7 @@ if suiteName == "all" {
 }
 
 #if DEBUG
-    print("WARNING: a debug build; build with -c release for meaningful figures.\n")
+print("WARNING: a debug build; build with -c release for meaningful figures.\n")
 #endif
 
 var machine = Machine.current(quick: options.quick)

@@ -18,6 +18,7 @@ final class WriterThread: @unchecked Sendable {
     init(name: String) {
         let started = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
+            Self.nameKernelThread(name)
             condition.lock()
             threadID = pthread_self()
             condition.unlock()
@@ -27,6 +28,18 @@ final class WriterThread: @unchecked Sendable {
         thread.name = name
         thread.start()
         started.wait()
+    }
+
+    /// Gives the calling thread `name` (its first 15 bytes) as the kernel sees it: what `top -H`,
+    /// `/proc/<pid>/task/*/comm` and debuggers show. Foundation's `Thread.name` does not reach
+    /// the kernel on Linux, and `pthread_setname_np` is not visible to Swift, so the name is
+    /// written to `/proc/thread-self/comm`. Best effort: a failure leaves the thread unnamed.
+    private static func nameKernelThread(_ name: String) {
+        let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
     }
 
     /// True on the writer thread itself.

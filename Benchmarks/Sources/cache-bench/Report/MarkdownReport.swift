@@ -81,7 +81,7 @@ func chart(for report: SuiteReport) -> BarChart {
             title: "Tiered: hit ratio per tier", subtitle: "throughput: \(throughput)", groups: groups, scale: .shared)
     default:
         for row in report.rows {
-            let value = row.valueBytes >= 1_024 ? "\(row.valueBytes / 1_024) KB" : "\(row.valueBytes) B"
+            let value = formatValue(row)
             let label =
                 report.suite == "memory" ? "\(row.workload), \(row.threads)t" : "\(row.workload), \(value)"
             let ratio = row.ratioToLMDBCache.map { " (\(format($0, decimals: 2))x)" } ?? ""

@@ -95,7 +95,7 @@ struct ResultTable {
         }
         var previousGroup: String?
         for row in report.rows {
-            let group = "\(row.workload) \(row.valueBytes) \(row.threads) \(row.capacity ?? 0)"
+            let group = "\(row.workload) \(row.valueBytes) \(row.valueKind ?? "") \(row.threads) \(row.capacity ?? 0)"
             if let previousGroup, previousGroup != group { groupStarts.insert(rows.count) }
             previousGroup = group
             let range =
@@ -116,7 +116,7 @@ struct ResultTable {
             default:
                 let durable = report.suite == "disk" ? [row.durable ?? ""] : []
                 rows.append(
-                    [row.workload, formatValueBytes(row.valueBytes), "\(row.threads)", row.label] + durable + [
+                    [row.workload, formatValue(row), "\(row.threads)", row.label] + durable + [
                         formatRate(row.opsPerSecond), range, formatNanoseconds(row.p50Nanoseconds),
                         formatNanoseconds(row.p99Nanoseconds), ratio,
                     ])
@@ -148,6 +148,11 @@ func formatRatio(_ row: ResultRow) -> String {
 /// A value size: `100 B`, `4 KB`.
 func formatValueBytes(_ bytes: Int) -> String {
     bytes >= 1_024 ? "\(bytes / 1_024) KB" : "\(bytes) B"
+}
+
+/// A row's value: its size, and its kind where the suite has several (`4 KB random`).
+func formatValue(_ row: ResultRow) -> String {
+    formatValueBytes(row.valueBytes) + (row.valueKind.map { " \($0)" } ?? "")
 }
 
 /// A byte count in binary units, short: `812 B`, `5.3 MiB`, `1.20 GiB`.

@@ -104,6 +104,7 @@ struct DiskSuite: Suite {
                 var row = summarize(
                     suite: name, system: store.system.name, variant: store.system.variant, workload: workload,
                     threads: 1, valueBytes: payload.size, runs: runs)
+                row.valueKind = payload == .random4K ? "random" : "json"
                 row.durable = store.system.durability.rawValue
                 row.compression = store.system.compression
                 row.bytesOnDisk = store.bytesOnDisk
@@ -203,7 +204,8 @@ struct DiskSuite: Suite {
                     let plan = DiskWorkloads.mixPlan(
                         count: sizes.mixOperations, setShare: setShare, zipf: zipf, poolCount: pool.count,
                         seed: UInt64(400 + round) ^ workloadSalt(workload))
-                    return try DiskWorkloads.mix(store.system, keys: keys, plan: plan, pool: pool, seconds: sizes.seconds)
+                    return try DiskWorkloads.mix(
+                        store.system, keys: keys, plan: plan, pool: pool, seconds: sizes.seconds)
                 }
                 rows += cell(workload, payload, oneAtATime, samples)
             }
@@ -239,13 +241,12 @@ struct DiskSuite: Suite {
         var warnings: [String] = []
         for row in rows where (row.misses ?? 0) > 0 {
             warnings.append(
-                "\(row.label) missed \(row.misses ?? 0) gets of present keys (\(row.workload), "
-                    + "\(formatValueBytes(row.valueBytes)))")
+                "\(row.label) missed \(row.misses ?? 0) gets of present keys (\(row.workload), \(formatValue(row)))")
         }
         for warning in warnings { log("disk: WARNING: " + warning) }
 
         let writerCPU = rows.filter { $0.writerCPUNanosecondsPerOperation != nil }.map { row in
-            "\(row.label) \(row.workload) \(formatValueBytes(row.valueBytes)): "
+            "\(row.label) \(row.workload) \(formatValue(row)): "
                 + formatNanoseconds(row.writerCPUNanosecondsPerOperation ?? 0)
         }
         let concurrentWrites = rows.filter { $0.concurrentWritesPerSecond != nil }.map { row in
@@ -269,7 +270,8 @@ struct DiskSuite: Suite {
                         + "4 KB of random bytes (incompressible)"
                 ),
                 (
-                    "get", "up to \(sizes.gets) gets of present keys in random order per run, stopping after "
+                    "get",
+                    "up to \(sizes.gets) gets of present keys in random order per run, stopping after "
                         + "\(format(sizes.seconds, decimals: 1)) s"
                 ),
                 ("set", "\(sizes.sets) overwrites of present keys per run, then each system's flush or commit"),
@@ -309,7 +311,7 @@ struct DiskSuite: Suite {
                     + "for values of 512 B and up); periodic: .periodic(syncInterval: 60 s), commits without sync, "
                     + "synced by the final flush; synchronous: .synchronous.",
                 "SQLite: system libsqlite3 as YYKVStorage: manifest table with the value inline, WAL, "
-                    + "synchronous=NORMAL and a wal_checkpoint(FULL) (which syncs) at the end of a write run; "
+                    + "synchronous=NORMAL; a write run ends with wal_checkpoint(PASSIVE) and fdatasync of the WAL and the database; "
                     + "synchronous: synchronous=FULL; prepared statements; access time updated on read.",
                 "FilePerKey: a file per key in one directory as PINDiskCache: write to a temporary file and "
                     + "rename; read, then update the file's modification time (the access date); never synced; "
@@ -331,7 +333,8 @@ struct DiskSuite: Suite {
             rows: rows,
             extraTables: [
                 ExtraTable(
-                    title: "storage: bytes on disk after the fill of \(sizes.entries) entries (x: over the raw keys and values)",
+                    title:
+                        "storage: bytes on disk after the fill of \(sizes.entries) entries (x: over the raw keys and values)",
                     header: ["system", "compression", "durable"] + payloads.map(\.label),
                     rightAligned: Set(3..<(3 + payloads.count)), rows: storageRows)
             ])

@@ -50,7 +50,8 @@ struct TieredSuite: Suite {
             log("tiered: \(threads)t: \(runs) runs of \(operations / runs) timed operations")
             var samples: [RunSample] = []
             for run in 0..<runs {
-                samples.append(try drive(cache, keys: keys, pool: pool, plan: plan(operations / runs, seed: 2 + UInt64(run))))
+                samples.append(
+                    try drive(cache, keys: keys, pool: pool, plan: plan(operations / runs, seed: 2 + UInt64(run))))
                 try cache.flush()
             }
             let after = cache.statistics

@@ -7,8 +7,9 @@ import Foundation
 /// prepared statements kept and reset; every read also updates the row's access time (YYCache's
 /// LRU trimming reads it). Each statement commits on its own (autocommit), as YYKVStorage's do.
 /// With `synchronous=NORMAL` WAL commits are not synced; `finishWrites()` checkpoints the WAL
-/// (`wal_checkpoint(FULL)`), which syncs the WAL and then the database file, so the writes are
-/// durable at the end of a run. Synchronous: `synchronous=FULL`, so each commit syncs the WAL.
+/// (`wal_checkpoint(PASSIVE)`: it copies what no reader still needs, without waiting for readers)
+/// and then `fdatasync`s the WAL and the database file, so the writes are durable at the end of a
+/// run. Synchronous: `synchronous=FULL`, so each commit syncs the WAL.
 final class SQLiteStore: DiskSystem {
     let name = "SQLite"
     let directory: String?
@@ -106,7 +107,15 @@ final class SQLiteStore: DiskSystem {
     }
 
     func finishWrites() throws {
-        if durability == .atEnd { try execute("PRAGMA wal_checkpoint(FULL)") }
+        guard durability == .atEnd, let directory else { return }
+        try execute("PRAGMA wal_checkpoint(PASSIVE)")
+        for file in ["manifest.sqlite-wal", "manifest.sqlite"] {
+            let descriptor = open("\(directory)/\(file)", O_RDONLY | O_CLOEXEC)
+            if descriptor < 0, errno == ENOENT { continue }
+            guard descriptor >= 0 else { throw POSIXFailure("open \(file)") }
+            defer { _ = Glibc.close(descriptor) }
+            guard fdatasync(descriptor) == 0 else { throw POSIXFailure("fdatasync \(file)") }
+        }
     }
 
     /// A second connection to the same database file (WAL lets it write while this one reads).
