@@ -124,7 +124,7 @@ print("total time: \(format(seconds, decimals: 1)) s")
 
 if let path = options.jsonPath {
     do {
-        try writeJSON(RunReport(machine: machine, results: reports.flatMap(\.rows)), to: path)
+        try writeJSON(RunReport(machine: machine, seed: options.seed, results: reports.flatMap(\.rows)), to: path)
         print("results written to \(path)")
     } catch {
         FileHandle.standardError.write(Data("cache-bench: could not write \(path): \(error)\n".utf8))
@@ -133,7 +133,7 @@ if let path = options.jsonPath {
 }
 if let directory = options.reportDirectory {
     do {
-        try writeReport(reports, machine: machine, seconds: seconds, to: directory)
+        try writeReport(reports, machine: machine, seed: options.seed, seconds: seconds, to: directory)
         print("report written to \(directory)/report.md")
     } catch {
         FileHandle.standardError.write(Data("cache-bench: could not write the report to \(directory): \(error)\n".utf8))

@@ -5,13 +5,16 @@ import Foundation
 // chart per suite beside it (DIR/<suite>.svg), linked from the report.
 
 /// Writes `report.md` and the charts of `reports` into `directory` (created if missing).
-func writeReport(_ reports: [SuiteReport], machine: Machine, seconds: Double, to directory: String) throws {
+func writeReport(
+    _ reports: [SuiteReport], machine: Machine, seed: UInt64, seconds: Double, to directory: String
+) throws {
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     var lines = [
         "# cache-bench report",
         "",
         "- date: \(machine.date)\(machine.quick ? " (`--quick`: small sizes, not for comparison)" : "")",
         "- machine: \(machine.description)",
+        "- seed: \(seed) (`--seed \(seed)` repeats the orders of systems)",
         "- total time: \(format(seconds, decimals: 0)) s",
         "",
         "Every system runs the same pre-generated workload in the same process and run, with the repeats",

@@ -1,9 +1,11 @@
 import BenchmarkData
 import Foundation
 
-/// Everything a `--json` file holds: `{"machine": {...}, "results": [...]}`.
+/// Everything a `--json` file holds: `{"machine": {...}, "seed": N, "results": [...]}`.
 struct RunReport: Codable, Sendable {
     var machine: Machine
+    /// The seed the rounds' orders were drawn from (`--seed`).
+    var seed: UInt64
     var results: [ResultRow]
 }
 
