@@ -21,6 +21,13 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // RocksDB's C API (rocksdb/c.h), for the `RocksDB` peer of the disk suite.
+        .systemLibrary(
+            name: "CRocksDB",
+            path: "CShims/CRocksDB",
+            pkgConfig: "rocksdb",
+            providers: [.apt(["librocksdb-dev"])]
+        ),
         .systemLibrary(
             name: "CBenchLMDB",
             path: "CShims/CBenchLMDB",
@@ -50,7 +57,7 @@ let package = Package(
         .executableTarget(
             name: "cache-bench",
             dependencies: [
-                "BenchmarkData", "RawLMDB", "CSQLite", "CBenchZlib",
+                "BenchmarkData", "RawLMDB", "CSQLite", "CRocksDB", "CBenchZlib",
                 .product(name: "LMDBCache", package: "LMDBCache"),
             ],
             path: "Sources/cache-bench"

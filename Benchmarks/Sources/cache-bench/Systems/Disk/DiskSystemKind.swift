@@ -32,5 +32,8 @@ struct DiskSystemKind: Sendable {
         .init(label: "LMDB-C + zlib (per batch)", synchronous: false) { directory, _ in
             try RawLMDBStore(directory: directory, mode: .perBatch, compressed: true)
         },
+        // Reopens (cold reads) and reads while another thread writes through the same handle; one
+        // process at a time, as RocksDB locks its directory.
+        .init(label: "RocksDB") { try RocksDBStore(directory: $0, durability: $1) },
     ]
 }

@@ -86,10 +86,16 @@ final class SQLiteStore: DiskSystem {
             }
         }
         guard value != nil else { return nil }
-        try withKey(key, touch, 2) {
+        // As YYKVStorage does, a failed access-time update does not fail the read: with a
+        // second connection writing (the read-while-writing workload), the update can find the
+        // database locked even after the busy timeout. Anything but busy or locked is an error.
+        let updated = withKey(key, touch, 2) { () -> Int32 in
             defer { sqlite3_reset(touch) }
             sqlite3_bind_int64(touch, 1, Int64(time(nil)))
-            guard sqlite3_step(touch) == SQLITE_DONE else { throw SQLiteFailure(database, "update") }
+            return sqlite3_step(touch)
+        }
+        guard updated == SQLITE_DONE || updated & 0xFF == SQLITE_BUSY || updated & 0xFF == SQLITE_LOCKED else {
+            throw SQLiteFailure(database, "update")
         }
         return value
     }
