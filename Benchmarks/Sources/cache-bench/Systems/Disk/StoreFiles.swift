@@ -15,13 +15,17 @@ enum StoreFiles {
         return files
     }
 
-    /// Bytes the files under `directory` occupy on disk (allocated blocks, so a sparse file counts
-    /// only what it holds).
+    /// Bytes the files under `directory` hold on disk: for each file the smaller of its allocated
+    /// blocks and its length rounded up to 4 KiB, so neither a sparse file's holes nor space
+    /// allocated ahead past its end (RocksDB preallocates its write-ahead log) count.
     static func bytesOnDisk(_ directory: String) -> Int {
         files(under: directory).reduce(0) { total, path in
             var info = stat()
             guard lstat(path, &info) == 0 else { return total }
-            return total &+ Int(clamping: info.st_blocks) &* 512
+            let allocated = Int(clamping: info.st_blocks).multipliedReportingOverflow(by: 512)
+            let length = Int(clamping: info.st_size)
+            let rounded = length > Int.max - 4_095 ? length : (length + 4_095) / 4_096 * 4_096
+            return total &+ (allocated.overflow ? rounded : min(allocated.partialValue, rounded))
         }
     }
 
