@@ -36,16 +36,7 @@ struct DiskSuite: Suite {
             let started = try RedisServer(executable: executable)
             server = started
             log("disk: redis-server started on 127.0.0.1:\(started.port) (persistence off)")
-            var database = 0
-            for depth in [1, 100] {
-                database += 1
-                let number = database
-                kinds.append(
-                    .init(
-                        label: depth > 1 ? "Redis (pipelined \(depth))" : "Redis", synchronous: false, reopens: false,
-                        readsWhileWriting: false
-                    ) { _, _ in try RedisStore(server: started, database: number, pipelineDepth: depth) })
-            }
+            kinds += DiskSystemKind.redis(server: started)
         } else {
             let message = "Redis skipped: redis-server is not installed (\(RedisServer.installHint))"
             log("disk: " + message)

@@ -13,7 +13,8 @@ struct DiskSystemKind: Sendable {
     /// Opens (creating) a store in an existing directory, in the standard or synchronous mode.
     var open: @Sendable (_ directory: String, _ durability: DiskDurability) throws -> any DiskSystem
 
-    /// The peers on local files, in their report order. Redis (a server) is added by the suite.
+    /// The peers on local files, in their report order. Redis (a server) is added by the suite
+    /// (``redis(server:)``).
     static let local: [DiskSystemKind] = [
         .init(label: "LMDBCache") { directory, durability in
             try DiskCacheStore(directory: directory, mode: durability == .synchronous ? .synchronous : .batched)
@@ -33,4 +34,22 @@ struct DiskSystemKind: Sendable {
             try RawLMDBStore(directory: directory, mode: .perBatch, compressed: true)
         },
     ]
+
+    /// The Redis peers on `server`, in their report order: loopback TCP one request at a time,
+    /// the Unix socket one request at a time, the Unix socket pipelined 100. Each uses a database
+    /// of its own (1, 2, 3). Labelled as the table prints them: `Redis (unix socket)`.
+    static func redis(server: RedisServer) -> [DiskSystemKind] {
+        let peers: [(transport: RedisTransport, depth: Int)] = [
+            (.loopbackTCP, 1), (.unixSocket, 1), (.unixSocket, 100),
+        ]
+        return peers.enumerated().map { index, peer in
+            let database = index + 1
+            return DiskSystemKind(
+                label: "Redis (\(RedisStore.variant(transport: peer.transport, pipelineDepth: peer.depth)))",
+                synchronous: false, reopens: false, readsWhileWriting: false
+            ) { _, _ in
+                try RedisStore(server: server, database: database, transport: peer.transport, pipelineDepth: peer.depth)
+            }
+        }
+    }
 }
