@@ -5,6 +5,11 @@ import Foundation
 //
 //   swift run -c release --package-path Benchmarks cache-bench [--suite NAME] [--quick] [--json PATH] [--report DIR]
 
+// The second process of the two-process workload: this executable run again (TwoProcesses.swift).
+if CommandLine.arguments.dropFirst().first == TwoProcessChild.flag {
+    TwoProcessChild.main(CommandLine.arguments.dropFirst(2))
+}
+
 /// Every suite, in the order `all` runs them.
 let allSuites: [any Suite] = [MemorySuite(), DiskSuite(), TieredSuite(), HitRateSuite()]
 

@@ -73,17 +73,10 @@ struct DiskSuite: Suite {
         if let executable = RedisServer.executable() {
             let started = try RedisServer(executable: executable)
             server = started
-            log("disk: redis-server started on 127.0.0.1:\(started.port) (persistence off)")
-            var database = 0
-            for depth in [1, 100] {
-                database += 1
-                let number = database
-                kinds.append(
-                    .init(
-                        label: depth > 1 ? "Redis (pipelined \(depth))" : "Redis", synchronous: false, reopens: false,
-                        readsWhileWriting: false
-                    ) { _, _ in try RedisStore(server: started, database: number, pipelineDepth: depth) })
-            }
+            log(
+                "disk: redis-server started on 127.0.0.1:\(started.port) and \(started.unixSocketPath) "
+                    + "(persistence off)")
+            kinds += DiskSystemKind.redis(server: started)
         } else {
             let message = "Redis skipped: redis-server is not installed (\(RedisServer.installHint))"
             log("disk: " + message)
@@ -96,7 +89,7 @@ struct DiskSuite: Suite {
         var compressions: [String: String] = [:]
         var durabilities: [String: String] = [:]
         var residency: [String] = []
-        let keys = makeKeys(count: sizes.entries + sizes.synchronousSets * repeats, salt: 0xD15C)
+        let keys = makeKeys(count: sizes.entries + sizes.synchronousSets * repeats, salt: diskKeySalt)
 
         /// Summarizes one workload's samples (in `stores`' order) into rows, with ratios.
         func cell(_ workload: String, _ payload: Payload, _ stores: [Store], _ samples: [[RunSample]]) -> [ResultRow] {
@@ -220,6 +213,15 @@ struct DiskSuite: Suite {
                     seconds: sizes.seconds, seed: UInt64(600 + round))
             }
             rows += cell("get while writing", payload, concurrent, whileWriting)
+
+            let shared = stores.filter(\.kind.sharesAcrossProcesses)
+            let twoProcesses = try rounds("two processes", payload, shared) { store, round in
+                try timeTwoProcesses(
+                    kind: store.kind, system: store.system, directory: store.directory, keys: keys,
+                    entries: sizes.entries, payload: payload, operations: sizes.mixOperations,
+                    seed: UInt64(700 + round))
+            }
+            rows += cell("two processes YCSB-B", payload, shared, twoProcesses)
         }
 
         // Synchronous writes: each set returns once it is on stable storage.
@@ -286,6 +288,10 @@ struct DiskSuite: Suite {
                         + "entries, 50% or 5% overwrites, the rest gets, then each system's flush or commit"
                 ),
                 (
+                    "two processes YCSB-B",
+                    "\(mixPayload.label): YCSB-B in this process and in a second process on the same store, at once"
+                ),
+                (
                     "get while writing",
                     "\(mixPayload.label): gets as above while a second thread writes without pause: batches of 100 "
                         + "overwrites, each batch followed by the system's flush or commit"
@@ -320,9 +326,19 @@ struct DiskSuite: Suite {
                     + "nosync: MDB_NOSYNC, one sync at the end; per batch: MDB_NOMETASYNC, each commit "
                     + "fdatasyncs (LMDBCache's mode); + zlib: values of 512 B and up deflated at level 1 when "
                     + "smaller (LMDBCache's setting); synchronous: one put a transaction, full sync.",
-                "Redis: redis-server 127.0.0.1, persistence off, one connection, RESP over a plain socket; "
-                    + "also pipelined (100 commands, then 100 replies). Not in the synchronous, cold, "
-                    + "read-while-writing or two-process workloads: it keeps nothing on disk.",
+                "Redis: redis-server with persistence off, one connection speaking RESP, over loopback TCP or a "
+                    + "Unix socket, one request at a time or pipelined (100 commands, then 100 replies). Not in the "
+                    + "synchronous, cold, read-while-writing or two-process workloads: it keeps nothing on disk.",
+                "RocksDB: librocksdb through its C API, 256 MiB LRU block cache, bloom filter, Snappy (its "
+                    + "default), WAL on without sync and synced at the end of a write run (synchronous: sync on "
+                    + "every write). Its memtable (64 MiB) holds a 100 B store whole, and a reopen replays the WAL "
+                    + "into memory, so its 100 B rows read memory even cold. Not in the two-process workload: "
+                    + "RocksDB locks its directory to one process.",
+                "two processes YCSB-B: this process and a second cache-bench process each run YCSB-B "
+                    + "(\(sizes.mixOperations) operations, their own Zipf draws over the same hot keys) on the "
+                    + "same store at once; ops/s: both processes' operations over the first start to the last end. "
+                    + "LMDB has one writer at a time across processes: LMDB-C keeps its write transaction open "
+                    + "for up to 1,000 puts, so the other process's puts wait for it.",
                 "get cold: share of the store's file pages in the page cache when the timed gets began "
                     + "(mincore; reopening reads some): " + residency.joined(separator: "; "),
                 "get while writing: writes per second the writer thread finished meanwhile: "

@@ -13,6 +13,10 @@ final class FilePerKeyStore: DiskSystem {
     private let syncsEachWrite: Bool
     /// The store's directory, open for `fsync` after each rename (synchronous writes only).
     private var directoryDescriptor: Int32
+    /// Ends the name of the temporary file a write goes to: unique to this process, as the names
+    /// of Foundation's atomic writes are, so that two processes writing one key never write into
+    /// one temporary file (the second `O_TRUNC` would cut the first's, and its rename then fail).
+    private let temporarySuffix = ".tmp-\(getpid())"
 
     init(directory: String, durability: DiskDurability) throws {
         self.directory = directory
@@ -62,7 +66,7 @@ final class FilePerKeyStore: DiskSystem {
 
     func set(_ value: [UInt8], forKey key: [UInt8]) throws {
         let path = path(key)
-        let temporary = path + ".tmp"
+        let temporary = path + temporarySuffix
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw POSIXFailure("open \(temporary)") }
         defer { _ = Glibc.close(descriptor) }

@@ -1,8 +1,9 @@
 import Foundation
 
-/// One TCP connection speaking RESP (the Redis serialization protocol) over a plain socket:
-/// commands go out as arrays of bulk strings, replies are parsed from a read buffer. Only what
-/// the benchmark needs: simple strings, errors, integers and bulk strings.
+/// One connection speaking RESP (the Redis serialization protocol) over a plain socket, TCP on
+/// loopback or a Unix domain socket: commands go out as arrays of bulk strings, replies are
+/// parsed from a read buffer. Only what the benchmark needs: simple strings, errors, integers and
+/// bulk strings.
 final class RESPConnection {
     private let descriptor: Int32
     private var output: [UInt8] = []
@@ -30,6 +31,41 @@ final class RESPConnection {
         }
         var on: Int32 = 1
         setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// The longest socket path `sockaddr_un` holds: `sun_path` less its terminating NUL
+    /// (107 bytes on Linux).
+    static let maximumUnixPathBytes = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+
+    /// Connects to the Unix domain socket at `path`. A path longer than ``maximumUnixPathBytes``
+    /// (or holding a NUL) is a thrown error: the kernel would read only a cut-off name.
+    init(unixSocketPath path: String) throws {
+        let bytes = Array(path.utf8)
+        guard !bytes.isEmpty, !bytes.contains(0) else {
+            throw RedisFailure(description: "the socket path \(path.debugDescription) is empty or holds a NUL byte")
+        }
+        guard bytes.count <= Self.maximumUnixPathBytes else {
+            throw RedisFailure(
+                description: "the socket path \(path) (\(bytes.count) bytes) does not fit sockaddr_un's "
+                    + "\(Self.maximumUnixPathBytes)-byte sun_path")
+        }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { sunPath in
+            sunPath.copyBytes(from: bytes)
+            sunPath[bytes.count] = 0
+        }
+        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXFailure("socket(AF_UNIX)") }
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + 1)
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, length) == 0 }
+        }
+        guard connected else {
+            let failure = POSIXFailure("connect \(path)")
+            _ = Glibc.close(descriptor)
+            throw failure
+        }
     }
 
     deinit { _ = Glibc.close(descriptor) }

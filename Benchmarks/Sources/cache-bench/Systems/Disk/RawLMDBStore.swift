@@ -95,6 +95,10 @@ final class RawLMDBStore: DiskSystem {
         if syncsOnFinish { try store.sync() }
     }
 
+    /// Nothing is deferred; the other thread of ``concurrentWriter()`` has stopped by now (the
+    /// suite drains after every run), so reads look in the write transaction again.
+    func drain() throws { store.readsOwnWrites = true }
+
     func close() { store.close() }
 
     /// This instance, its reads no longer looking in the write transaction: each thread then

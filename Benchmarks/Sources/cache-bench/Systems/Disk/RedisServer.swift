@@ -1,13 +1,18 @@
 import Foundation
 
-/// A `redis-server` process of the harness's own: loopback only, on a free port, persistence off
-/// (no RDB snapshots, no append-only file), stopped by ``stop()``. Shared as a handle: only the
-/// thread that started it stops it.
+/// A `redis-server` process of the harness's own: loopback TCP on a free port and a Unix domain
+/// socket in a private temporary directory, persistence off (no RDB snapshots, no append-only
+/// file), stopped by ``stop()``. Shared as a handle: only the thread that started it stops it.
 final class RedisServer: @unchecked Sendable {
     /// Where to get it when `redis-server` is not on the PATH.
     static let installHint = "install it with: sudo apt-get install -y redis-server"
 
     let port: UInt16
+    /// The Unix domain socket it also listens on (mode 700, in a directory only this user can
+    /// enter), removed with its directory by ``stop()``.
+    let unixSocketPath: String
+    /// The temporary directory holding the socket.
+    private let socketDirectory: String
     private let process: Process
 
     /// The executable's path, or nil when it is not installed.
@@ -18,17 +23,31 @@ final class RedisServer: @unchecked Sendable {
         return paths.map { "\($0)/redis-server" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Starts the server and waits (up to 10 s) until it answers PING.
+    /// Starts the server and waits (up to 10 s) until it answers PING on TCP, then checks that it
+    /// answers on the socket too.
     init(executable: String) throws {
         port = try Self.freeLoopbackPort()
+        socketDirectory = try Self.privateDirectory()
+        unixSocketPath = socketDirectory + "/redis.sock"
+        guard unixSocketPath.utf8.count <= RESPConnection.maximumUnixPathBytes else {
+            try? FileManager.default.removeItem(atPath: socketDirectory)
+            throw RedisFailure(
+                description: "the socket path \(unixSocketPath) is longer than sockaddr_un holds "
+                    + "(\(RESPConnection.maximumUnixPathBytes) bytes)")
+        }
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = [
-            "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--daemonize", "no", "--loglevel", "warning", "--logfile", "",
+            "--port", "\(port)", "--bind", "127.0.0.1", "--unixsocket", unixSocketPath, "--unixsocketperm", "700",
+            "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", "--logfile", "",
         ]
         process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        do {
+            try process.run()
+        } catch {
+            try? FileManager.default.removeItem(atPath: socketDirectory)
+            throw error
+        }
         let deadline = Date().addingTimeInterval(10)
         while true {
             if let connection = try? RESPConnection(port: port), (try? connection.ping()) == true { break }
@@ -38,13 +57,41 @@ final class RedisServer: @unchecked Sendable {
             }
             usleep(20_000)
         }
+        // Both listeners are set up before the server answers anything.
+        do {
+            guard try RESPConnection(unixSocketPath: unixSocketPath).ping() else {
+                throw RedisFailure(description: "redis-server did not answer PING on \(unixSocketPath)")
+            }
+        } catch {
+            stop()
+            throw error
+        }
     }
 
-    /// Terminates the server and waits for it to exit.
+    /// Terminates the server, waits for it to exit and removes the socket's directory.
     func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: socketDirectory)
+    }
+
+    /// A new directory only this user can enter (`mkdtemp`: mode 700) under the temporary
+    /// directory, so no other user can reach the socket, nor put a file of theirs in its place;
+    /// under /tmp when the temporary directory's path is too long for a socket path in it.
+    private static func privateDirectory() throws -> String {
+        var base = FileManager.default.temporaryDirectory.path
+        if base.hasSuffix("/") { base.removeLast() }
+        let name = "/cache-bench-redis-XXXXXX"
+        if (base + name + "/redis.sock").utf8.count > RESPConnection.maximumUnixPathBytes { base = "/tmp" }
+        let template = base + name
+        var bytes = Array(template.utf8CString)
+        let made = bytes.withUnsafeMutableBufferPointer { buffer in
+            mkdtemp(buffer.baseAddress!).map { String(cString: $0) }
+        }
+        guard let made else { throw POSIXFailure("mkdtemp \(template)") }
+        return made
     }
 
     /// A TCP port nobody listens on now: bind port 0 on loopback, read what the kernel gave, close.
