@@ -177,9 +177,12 @@ struct DiskSuite: Suite {
             let cold = try rounds("get cold", payload, reopening) { store, round in
                 store.system.close()
                 try StoreFiles.dropFromPageCache(store.directory)
-                store.system = try store.kind.open(store.directory, .standard)
+                // Measured while the store is closed: opening and closing a file an open store
+                // holds would drop the store's POSIX record locks (LMDB's lock.mdb, SQLite's
+                // database), which a second process relies on.
                 resident[store.kind.label] = max(
                     resident[store.kind.label] ?? 0, StoreFiles.residentShare(store.directory))
+                store.system = try store.kind.open(store.directory, .standard)
                 let order = shuffledIndices(count: sizes.entries, seed: UInt64(300 + round)).prefix(sizes.coldGets)
                 return try DiskWorkloads.gets(store.system, keys: keys, order: Array(order), seconds: 60)
             }
@@ -339,8 +342,9 @@ struct DiskSuite: Suite {
                     + "same store at once; ops/s: both processes' operations over the first start to the last end. "
                     + "LMDB has one writer at a time across processes: LMDB-C keeps its write transaction open "
                     + "for up to 1,000 puts, so the other process's puts wait for it.",
-                "get cold: share of the store's file pages in the page cache when the timed gets began "
-                    + "(mincore; reopening reads some): " + residency.joined(separator: "; "),
+                "get cold: share of the store's file pages still in the page cache after the drop, before the "
+                    + "reopen (mincore; the highest of the rounds; reopening then reads a few: LMDB's meta pages, "
+                    + "SQLite's header, RocksDB's WAL): " + residency.joined(separator: "; "),
                 "get while writing: writes per second the writer thread finished meanwhile: "
                     + concurrentWrites.joined(separator: ", "),
                 "LMDBCache's writer thread: CPU time per operation over the run and the drain after it "

@@ -8,8 +8,8 @@ import Foundation
 /// LRU trimming reads it). Each statement commits on its own (autocommit), as YYKVStorage's do.
 /// With `synchronous=NORMAL` WAL commits are not synced; `finishWrites()` checkpoints the WAL
 /// (`wal_checkpoint(PASSIVE)`: it copies what no reader still needs, without waiting for readers)
-/// and then `fdatasync`s the WAL and the database file, so the writes are durable at the end of a
-/// run. Synchronous: `synchronous=FULL`, so each commit syncs the WAL.
+/// and then syncs the WAL and the database file through SQLite's own handles, so the writes are
+/// durable at the end of a run. Synchronous: `synchronous=FULL`, so each commit syncs the WAL.
 final class SQLiteStore: DiskSystem {
     let name = "SQLite"
     let directory: String?
@@ -113,15 +113,23 @@ final class SQLiteStore: DiskSystem {
     }
 
     func finishWrites() throws {
-        guard durability == .atEnd, let directory else { return }
+        guard durability == .atEnd else { return }
         try execute("PRAGMA wal_checkpoint(PASSIVE)")
-        for file in ["manifest.sqlite-wal", "manifest.sqlite"] {
-            let descriptor = open("\(directory)/\(file)", O_RDONLY | O_CLOEXEC)
-            if descriptor < 0, errno == ENOENT { continue }
-            guard descriptor >= 0 else { throw POSIXFailure("open \(file)") }
-            defer { _ = Glibc.close(descriptor) }
-            guard fdatasync(descriptor) == 0 else { throw POSIXFailure("fdatasync \(file)") }
+        // Through SQLite's own file handles: opening and closing the files here would drop the
+        // POSIX locks this process holds on them, and another connection closing would then
+        // think it the last one and reset the WAL under us.
+        try sync(SQLITE_FCNTL_JOURNAL_POINTER, "the WAL")
+        try sync(SQLITE_FCNTL_FILE_POINTER, "the database")
+    }
+
+    /// Syncs the file `operation` (a `SQLITE_FCNTL_*_POINTER`) names, if SQLite has it open.
+    private func sync(_ operation: Int32, _ name: String) throws {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        guard sqlite3_file_control(database, "main", operation, &file) == SQLITE_OK else {
+            throw SQLiteFailure(database, "file_control(\(name))")
         }
+        guard let file, let methods = file.pointee.pMethods, let xSync = methods.pointee.xSync else { return }
+        guard xSync(file, SQLITE_SYNC_NORMAL) == SQLITE_OK else { throw SQLiteFailure(database, "sync \(name)") }
     }
 
     /// A second connection to the same database file (WAL lets it write while this one reads).

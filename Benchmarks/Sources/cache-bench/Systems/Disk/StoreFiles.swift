@@ -31,7 +31,8 @@ enum StoreFiles {
 
     /// Writes back and then drops every file under `directory` from the page cache
     /// (`fdatasync`, then `posix_fadvise(POSIX_FADV_DONTNEED)`). Pages still mapped by a process
-    /// stay cached, so the store must be closed first.
+    /// stay cached, so the store must be closed first (and must be, for its locks: see
+    /// ``residentShare(_:)``).
     static func dropFromPageCache(_ directory: String) throws {
         for path in files(under: directory) {
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
@@ -47,7 +48,9 @@ enum StoreFiles {
     }
 
     /// The share (0–1) of the pages of the files under `directory` now in the page cache
-    /// (`mincore` over a fresh read-only mapping of each, which faults nothing in).
+    /// (`mincore` over a fresh read-only mapping of each, which faults nothing in). Only for a
+    /// closed store: closing a descriptor of a file drops every POSIX record lock this process
+    /// holds on it, the locks an open LMDB or SQLite store keeps on its files.
     static func residentShare(_ directory: String) -> Double {
         let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
         var pages = 0
