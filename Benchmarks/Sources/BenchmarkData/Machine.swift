@@ -36,7 +36,7 @@ public struct Machine: Codable, Sendable {
                 ?? ProcessInfo.processInfo.operatingSystemVersionString,
             kernel: "Linux \(release)",
             memory: field("MemTotal", in: "/proc/meminfo").flatMap { text in
-                Int(text.split(separator: " ").first ?? "").map { "\(($0 + (1 << 19)) >> 20) GiB" }
+                Int(text.split(separator: " ").first ?? "").map { "\(($0 &+ (1 << 19)) >> 20) GiB" }
             } ?? "unknown",
             date: ISO8601DateFormatter().string(from: Date()),
             quick: quick,

@@ -32,12 +32,14 @@ public final class RawLMDB {
     private var isClosed = false
 
     /// Environment flags of the batched baseline: no thread-local reader slots, no syncs on commit.
-    public static let batchedFlags = MDB_NOTLS | MDB_NOSYNC
+    /// Every set has `MDB_NORDAHEAD`, as LMDBCache's environment does: a page fault reads its page,
+    /// not the 128 KiB around it (which would warm a small store after a few cold reads).
+    public static let batchedFlags = MDB_NOTLS | MDB_NORDAHEAD | MDB_NOSYNC
     /// Environment flags of the baseline in LMDBCache's default mode: each commit syncs its data
     /// pages (`fdatasync`), the meta page with the next commit's sync.
-    public static let perBatchFlags = MDB_NOTLS | MDB_NOMETASYNC
+    public static let perBatchFlags = MDB_NOTLS | MDB_NORDAHEAD | MDB_NOMETASYNC
     /// Environment flags of the synchronous baseline: every commit syncs data and meta pages.
-    public static let synchronousFlags = MDB_NOTLS
+    public static let synchronousFlags = MDB_NOTLS | MDB_NORDAHEAD
 
     /// Opens (creating) an environment in the existing `directory`.
     public init(directory: String, flags: Int32 = RawLMDB.batchedFlags, mapSize: Int = 8 << 30) throws {

@@ -24,7 +24,7 @@ struct Options: Sendable {
     /// Where the disk and tiered suites create their stores (removed at the end).
     var scratchDirectory = FileManager.default.temporaryDirectory.path
     /// Draws each round's order of systems (`--seed`; by default a new one each run, printed).
-    var seed = UInt64.random(in: 0...UInt64(UInt32.max))
+    var seed = UInt64.random(in: 0...UInt64.max)
     /// Interleaved repeats of each measurement: 5 (10 for two-thread rows, whose spread is wider);
     /// 3 with `--quick`. The report gives their median and range.
     func repeats(threads: Int = 1) -> Int { quick ? 3 : threads > 1 ? 10 : 5 }

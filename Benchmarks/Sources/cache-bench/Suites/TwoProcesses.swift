@@ -291,10 +291,14 @@ enum TwoProcessChild {
         }
         let label = try text("--system")
         let directory = try text("--dir")
-        let entries = Int(try number("--entries"))
+        guard let entries = Int(exactly: try number("--entries")), entries <= 1 << 32 else {
+            throw TwoProcessFailure("--entries out of range")
+        }
         let salt = try number("--salt")
         let payloadName = try text("--payload")
-        let operations = Int(try number("--operations"))
+        guard let operations = Int(exactly: try number("--operations")), operations <= 1 << 32 else {
+            throw TwoProcessFailure("--operations out of range")
+        }
         let seed = try number("--seed")
         guard values.isEmpty else { throw TwoProcessFailure("unknown arguments \(values.keys.sorted())") }
         guard let payload = Payload(rawValue: payloadName) else { throw TwoProcessFailure("no payload \(payloadName)") }

@@ -85,6 +85,11 @@ final class FilePerKeyStore: DiskSystem {
 
     func finishWrites() throws {}
 
+    /// Untimed: writes back everything the kernel still holds (`sync`, machine-wide: Swift does
+    /// not see `syncfs`), so the writeback of this run's files does not land in the next
+    /// system's run.
+    func drain() throws { Glibc.sync() }
+
     func close() {
         if directoryDescriptor >= 0 { _ = Glibc.close(directoryDescriptor) }
         directoryDescriptor = -1

@@ -5,7 +5,8 @@ import RawLMDB
 /// index or access times: the limit a store on LMDB can reach. Reads reuse one read transaction
 /// and copy the value into a new array. Writes go 1,000 puts to a transaction, in one of three
 /// modes: `nosync` (`MDB_NOSYNC`, one `mdb_env_sync` at the end of a run), `per batch`
-/// (`MDB_NOMETASYNC`: each commit `fdatasync`s, as LMDBCache's default batches do), or
+/// (`MDB_NOMETASYNC`: each commit `fdatasync`s its data pages, making the batch before it durable,
+/// as LMDBCache's default batches do; `mdb_env_sync` at the end of a run), or
 /// synchronous (one put a transaction, a full sync on every commit).
 ///
 /// With `compressed`, values of 512 bytes and up are deflated at zlib level 1 and kept so when
@@ -47,7 +48,9 @@ final class RawLMDBStore: DiskSystem {
         case .perBatch:
             store = try RawLMDB(directory: directory, flags: RawLMDB.perBatchFlags)
             putsPerTransaction = 1_000
-            syncsOnFinish = false
+            // A commit's meta page is synced by the next commit; the final sync makes the last
+            // batch durable, as LMDBCache's flush() does.
+            syncsOnFinish = true
             durability = .perBatch
             variant = "per batch"
         case .synchronous:

@@ -190,10 +190,19 @@ final class RocksDBStore: DiskSystem {
         }
     }
 
-    /// Closes the database, then frees the options, the block cache and the read and write
-    /// options; a second call does nothing.
+    /// Flushes the memtable to a table file and waits (so a reopen replays no WAL into memory,
+    /// and a cold read reads files), closes the database, then frees the options, the block
+    /// cache and the read and write options; a second call does nothing.
     func close() {
-        if let database { rocksdb_close(database) }
+        if let database {
+            let flush = rocksdb_flushoptions_create()
+            rocksdb_flushoptions_set_wait(flush, 1)
+            var error: UnsafeMutablePointer<CChar>?
+            rocksdb_flush(database, flush, &error)
+            if let error { rocksdb_free(error) }  // best effort: the WAL still holds the writes
+            rocksdb_flushoptions_destroy(flush)
+            rocksdb_close(database)
+        }
         database = nil
         if let options { rocksdb_options_destroy(options) }
         options = nil

@@ -47,6 +47,16 @@ enum StoreFiles {
         }
     }
 
+    /// Drops the kernel's cached directory entries and inodes, machine-wide (`2` into
+    /// `/proc/sys/vm/drop_caches`; needs root), so FilePerKey's path lookups are as cold as the
+    /// other stores' B-tree pages. False when it could not.
+    static func dropInodeAndDentryCaches() -> Bool {
+        let descriptor = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { _ = Glibc.close(descriptor) }
+        return write(descriptor, "2\n", 2) == 2
+    }
+
     /// The share (0–1) of the pages of the files under `directory` now in the page cache
     /// (`mincore` over a fresh read-only mapping of each, which faults nothing in). Only for a
     /// closed store: closing a descriptor of a file drops every POSIX record lock this process
@@ -78,10 +88,10 @@ enum StoreFiles {
 /// CPU time of LMDBCache's writer threads in this process (threads named `LMDBCache.writer`,
 /// which Linux truncates to 15 characters), from each thread's `/proc/self/task/<id>/schedstat`.
 enum WriterThreadCPU {
-    /// Nanoseconds on CPU, summed over every such thread alive now.
-    static func nanoseconds() -> UInt64 {
-        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return 0 }
-        var total: UInt64 = 0
+    /// Nanoseconds on CPU of each such thread alive now, by thread id.
+    static func byThread() -> [String: UInt64] {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return [:] }
+        var times: [String: UInt64] = [:]
         for task in tasks {
             let base = "/proc/self/task/\(task)"
             guard let name = try? String(contentsOfFile: base + "/comm", encoding: .utf8),
@@ -89,8 +99,17 @@ enum WriterThreadCPU {
                 let schedstat = try? String(contentsOfFile: base + "/schedstat", encoding: .utf8),
                 let first = schedstat.split(separator: " ").first, let onCPU = UInt64(first)
             else { continue }
-            total &+= onCPU
+            times[task] = onCPU
         }
-        return total
+        return times
+    }
+
+    /// The CPU time writer threads spent between two readings: each thread's own difference (a
+    /// thread started since counts from zero; one that ended since is not counted).
+    static func spent(from before: [String: UInt64], to after: [String: UInt64]) -> UInt64 {
+        after.reduce(0) { total, entry in
+            let earlier = before[entry.key] ?? 0
+            return entry.value >= earlier ? total &+ (entry.value - earlier) : total
+        }
     }
 }
