@@ -46,7 +46,7 @@ extension [ResultRow] {
             let row = self[index]
             guard
                 let reference = first(where: {
-                    $0.system == "LMDBCache" && $0.variant == nil && $0.workload == row.workload
+                    $0.isReference && $0.workload == row.workload
                         && $0.threads == row.threads && $0.valueBytes == row.valueBytes && $0.valueKind == row.valueKind
                         && $0.capacity == row.capacity
                 })
@@ -62,7 +62,7 @@ extension [ResultRow] {
             self[index].ratioToLMDBCache = paired.median
             self[index].ratioMin = low
             self[index].ratioMax = high
-            self[index].withinNoise = row.system != "LMDBCache" || row.variant != nil ? low <= 1 && high >= 1 : nil
+            self[index].withinNoise = row.isReference ? nil : low <= 1 && high >= 1
         }
     }
 }

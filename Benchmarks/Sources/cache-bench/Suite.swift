@@ -101,6 +101,9 @@ struct ResultRow: Codable, Sendable {
     /// Lookups of keys that should have been present but were not, over all repeats.
     var misses: Int?
 
+    /// Whether this is the row others are compared with: LMDBCache in its default configuration.
+    var isReference: Bool { system == "LMDBCache" && variant == nil }
+
     /// The system's name with its variant, as the tables print it.
     var label: String { variant.map { "\(system) (\($0))" } ?? system }
 }

@@ -140,7 +140,7 @@ struct ResultTable {
 func formatRatio(_ row: ResultRow) -> String {
     guard let ratio = row.ratioToLMDBCache else { return "" }
     var text = format(ratio, decimals: 2) + "x"
-    if let low = row.ratioMin, let high = row.ratioMax, row.system != "LMDBCache" || row.variant != nil {
+    if let low = row.ratioMin, let high = row.ratioMax, !row.isReference {
         text += " (\(format(low, decimals: 2))-\(format(high, decimals: 2)))"
         if row.withinNoise == true { text += " within noise" }
     }

@@ -141,7 +141,8 @@ struct DiskSuite: Suite {
                 let directory = try newDirectory("\(kind.label)-\(payload)")
                 let system = try kind.open(directory, .standard)
                 let started = nanosecondsNow()
-                try fill(system, keys: keys[..<sizes.entries], pool: pool)
+                // The fill is the set workload over every entry, untimed: pool[i % 256] under key i.
+                _ = try DiskWorkloads.sets(system, keys: keys, order: Array(0..<sizes.entries), pool: pool, shift: 0)
                 try system.drain()
                 let store = Store(kind: kind, system: system, directory: directory)
                 if system.directory != nil {
@@ -389,20 +390,5 @@ struct DiskSuite: Suite {
                     header: ["system", "compression", "durable"] + payloads.map(\.label),
                     rightAligned: Set(3..<(3 + payloads.count)), rows: storageRows)
             ])
-    }
-
-    /// Stores `pool[i % pool.count]` under each key, pipelined where the system pipelines.
-    private func fill(_ system: any DiskSystem, keys: ArraySlice<[UInt8]>, pool: [[UInt8]]) throws {
-        if system.pipelineDepth > 1 {
-            var start = keys.startIndex
-            while start < keys.endIndex {
-                let end = min(start + system.pipelineDepth, keys.endIndex)
-                try system.set(many: (start..<end).map { (keys[$0], pool[$0 % pool.count]) })
-                start = end
-            }
-        } else {
-            for index in keys.indices { try system.set(pool[index % pool.count], forKey: keys[index]) }
-        }
-        try system.finishWrites()
     }
 }

@@ -86,10 +86,10 @@ enum DiskWorkloads {
         }
     }
 
-    /// Times `plan` one operation at a time (stopping early after `seconds`), then
+    /// Times `plan` one operation at a time (stopping early after `seconds`, if given), then
     /// `finishWrites()`, included in the throughput. Latencies: gets only.
     static func mix(
-        _ system: any DiskSystem, keys: [[UInt8]], plan: [MixedOperation], pool: [[UInt8]], seconds: Double
+        _ system: any DiskSystem, keys: [[UInt8]], plan: [MixedOperation], pool: [[UInt8]], seconds: Double?
     ) throws -> RunSample {
         var getTimes: [UInt64] = []
         getTimes.reserveCapacity(plan.count)
@@ -97,7 +97,7 @@ enum DiskWorkloads {
         var bytes = 0
         var done = 0
         let start = nanosecondsNow()
-        let deadline = start + UInt64(seconds * 1e9)
+        let deadline = seconds.map { start + UInt64($0 * 1e9) } ?? .max
         for operation in plan {
             let key = keys[Int(operation.key)]
             let before = nanosecondsNow()

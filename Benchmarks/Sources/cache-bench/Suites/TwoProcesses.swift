@@ -125,59 +125,39 @@ func timeTwoProcesses(
         batchSize: 1, misses: mine.misses + theirs.misses)
 }
 
-/// One process's operations, generated before timing: each a get of `keys[key]`, or a set of
-/// `keys[key]` to `pool[value]`.
+/// One process's operations, generated before timing.
 struct TwoProcessPlan {
     /// Share of operations that are sets (YCSB-B: 95% reads, 5% updates).
     static let setShare = 0.05
 
-    private(set) var keyIndices: [Int32] = []
-    /// The pool index of each set's value; -1 for a get.
-    private(set) var valueIndices: [Int16] = []
+    private(set) var operations: [DiskWorkloads.MixedOperation] = []
 
     /// Process `process`'s plan (0: the parent, 1: the child): Zipf(0.99) over `entries` keys,
     /// ranked by a permutation both processes share (seeded by `seed`), drawn with a seed of the
-    /// process's own.
-    init(entries: Int, operations: Int, seed: UInt64, process: Int) {
+    /// process's own; a set stores one of 256 pool values.
+    init(entries: Int, operations count: Int, seed: UInt64, process: Int) {
         let zipf = ZipfSampler(count: entries, exponent: Distribution.zipfExponent, seed: seed)
         var random = SplitMix64(seed: SplitMix64.mix(seed &+ UInt64(process + 1)))
-        keyIndices.reserveCapacity(operations)
-        valueIndices.reserveCapacity(operations)
-        for _ in 0..<operations {
+        operations.reserveCapacity(count)
+        for _ in 0..<count {
             let isSet = random.nextUnit() < Self.setShare
-            keyIndices.append(zipf.keyIndex(unit: random.nextUnit()))
-            valueIndices.append(isSet ? Int16(random.next() % 256) : -1)
+            let key = zipf.keyIndex(unit: random.nextUnit())
+            operations.append(.init(key: key, setsValue: isSet ? Int32(random.next() % 256) : nil))
         }
     }
 
-    /// Runs the plan on `system`, then `finishWrites()`, timing each get; from `startAt`
-    /// (CLOCK_MONOTONIC nanoseconds, spun for) when given.
+    /// Runs the plan on `system` as the mixes do (``DiskWorkloads/mix(_:keys:plan:pool:seconds:)``,
+    /// every operation, then `finishWrites()`), from `startAt` (CLOCK_MONOTONIC nanoseconds, spun
+    /// for) when given.
     func run(on system: any DiskSystem, keys: [[UInt8]], pool: [[UInt8]], at startAt: UInt64 = 0) throws
         -> TwoProcessPart
     {
-        var getNanos: [UInt64] = []
-        getNanos.reserveCapacity(keyIndices.count)
-        var misses = 0
-        var bytes = 0
         while nanosecondsNow() < startAt {}
         let start = nanosecondsNow()
-        for index in keyIndices.indices {
-            let key = keys[Int(keyIndices[index])]
-            let value = valueIndices[index]
-            if value < 0 {
-                let before = nanosecondsNow()
-                let found = try system.get(key)
-                getNanos.append(nanosecondsNow() - before)
-                if let found { bytes &+= found.count } else { misses += 1 }
-            } else {
-                try system.set(pool[Int(value)], forKey: key)
-            }
-        }
-        try system.finishWrites()
-        let end = nanosecondsNow()
-        blackHole(bytes)
+        let sample = try DiskWorkloads.mix(system, keys: keys, plan: operations, pool: pool, seconds: nil)
         return TwoProcessPart(
-            start: start, end: end, operations: keyIndices.count, misses: misses, getNanos: getNanos)
+            start: start, end: nanosecondsNow(), operations: sample.operations, misses: sample.misses,
+            getNanos: sample.batchNanos)
     }
 }
 

@@ -38,28 +38,16 @@ final class RawLMDBStore: DiskSystem {
     init(directory: String, mode: Mode, compressed: Bool = false) throws {
         name = compressed ? "LMDB-C + zlib" : "LMDB-C"
         self.directory = directory
-        switch mode {
-        case .nosync:
-            store = try RawLMDB(directory: directory, flags: RawLMDB.batchedFlags)
-            putsPerTransaction = 1_000
-            syncsOnFinish = true
-            durability = .atEnd
-            variant = "nosync"
-        case .perBatch:
-            store = try RawLMDB(directory: directory, flags: RawLMDB.perBatchFlags)
-            putsPerTransaction = 1_000
-            // A commit's meta page is synced by the next commit; the final sync makes the last
-            // batch durable, as LMDBCache's flush() does.
-            syncsOnFinish = true
-            durability = .perBatch
-            variant = "per batch"
-        case .synchronous:
-            store = try RawLMDB(directory: directory, flags: RawLMDB.synchronousFlags)
-            putsPerTransaction = 1
-            syncsOnFinish = false
-            durability = .onReturn
-            variant = nil
-        }
+        // Per batch: a commit's meta page is synced by the next commit; the final sync makes the
+        // last batch durable, as LMDBCache's flush() does.
+        let flags: Int32
+        (flags, putsPerTransaction, syncsOnFinish, durability, variant) =
+            switch mode {
+            case .nosync: (RawLMDB.batchedFlags, 1_000, true, .atEnd, "nosync")
+            case .perBatch: (RawLMDB.perBatchFlags, 1_000, true, .perBatch, "per batch")
+            case .synchronous: (RawLMDB.synchronousFlags, 1, false, .onReturn, nil)
+            }
+        store = try RawLMDB(directory: directory, flags: flags)
         deflater = compressed ? try RawDeflater(level: 1) : nil
         inflater = compressed ? try RawInflater() : nil
     }

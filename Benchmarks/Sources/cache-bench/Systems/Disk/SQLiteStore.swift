@@ -113,18 +113,18 @@ final class SQLiteStore: DiskSystem {
     }
 
     func finishWrites() throws {
-        guard durability == .atEnd else { return }
-        try execute("PRAGMA wal_checkpoint(PASSIVE)")
-        // Through SQLite's own file handles: opening and closing the files here would drop the
-        // POSIX locks this process holds on them, and another connection closing would then
-        // think it the last one and reset the WAL under us.
-        try sync(SQLITE_FCNTL_JOURNAL_POINTER, "the WAL")
-        try sync(SQLITE_FCNTL_FILE_POINTER, "the database")
+        if durability == .atEnd { try checkpointAndSync() }
     }
 
     /// Untimed: the access-time updates of a read run leave WAL frames that a later auto-checkpoint
     /// would sync in the next system's run; checkpoint and sync them now.
-    func drain() throws {
+    func drain() throws { try checkpointAndSync() }
+
+    /// A passive checkpoint, then a sync of the WAL and the database. Through SQLite's own file
+    /// handles: opening and closing the files here would drop the POSIX locks this process holds
+    /// on them, and another connection closing would then think it the last one and reset the
+    /// WAL under us.
+    private func checkpointAndSync() throws {
         try execute("PRAGMA wal_checkpoint(PASSIVE)")
         try sync(SQLITE_FCNTL_JOURNAL_POINTER, "the WAL")
         try sync(SQLITE_FCNTL_FILE_POINTER, "the database")
