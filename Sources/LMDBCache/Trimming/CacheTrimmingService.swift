@@ -20,6 +20,8 @@ import ServiceLifecycle
 public struct CacheTrimmingService<Key: CacheKey, Value: Sendable>: Service {
     private let cache: Cache<Key, Value>
     private let logger: Logger
+    /// Called after each pass with its tier (for tests, which wait on passes instead of time).
+    var passCompleted: @Sendable (CacheTier) -> Void = { _ in }
 
     /// A service that trims `cache`, then flushes and closes it at graceful shutdown.
     public init(
@@ -36,18 +38,23 @@ public struct CacheTrimmingService<Key: CacheKey, Value: Sendable>: Service {
     public func run() async throws {
         let cache = cache
         let logger = logger
+        let passCompleted = passCompleted
         _ = await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 let memory = TrimPass(tier: .memory, logger: logger)
                 group.addTask {
                     await Self.repeatEvery(cache.configuration.memory.autoTrimInterval) {
                         memory.run { cache.memory.trimPass() }
+                        passCompleted(.memory)
                     }
                 }
                 if let disk = cache.disk {
                     let pass = TrimPass(tier: .disk, logger: logger)
                     group.addTask {
-                        await Self.repeatEvery(disk.configuration.autoTrimInterval) { pass.run { disk.trimPass() } }
+                        await Self.repeatEvery(disk.configuration.autoTrimInterval) {
+                            pass.run { disk.trimPass() }
+                            passCompleted(.disk)
+                        }
                     }
                 }
             }

@@ -119,15 +119,20 @@ struct TrimSchedulerTests {
         clock.advance(by: .seconds(61))
         cache.insert("queued", forKey: "new")
         try await testGracefulShutdown { trigger in
-            let service = CacheTrimmingService(cache: cache)
-            let running = Task { try await service.run() }
-            // The service's passes remove the idle entry from both tiers without any call.
-            var yields = 0
-            while cache.memory.totalCount > 1 || cache.disk!.totalCount != 1, yields < 5_000_000 {
-                await Task.yield()
-                yields += 1
+            var service = CacheTrimmingService(cache: cache)
+            let (passes, continuation) = AsyncStream.makeStream(of: CacheTier.self)
+            service.passCompleted = { continuation.yield($0) }
+            let running = Task { [service] in try await service.run() }
+            // Every pass starts after the clock moved: one pass of each tier removes the idle entry
+            // from both, without any call (the disk pass commits the queued write first).
+            var tiers = Set<CacheTier>()
+            for await tier in passes {
+                tiers.insert(tier)
+                if tiers == [.memory, .disk] { break }
             }
-            #expect(cache.memory.totalCount == 1 && cache.disk!.totalCount == 1, "the service trimmed")
+            #expect(cache.memory.totalCount == 1 && cache.memory.contains("new"), "the service trimmed memory")
+            #expect(cache.disk!.totalCount == 1, "the service trimmed the disk")
+            #expect(try cache.disk!.containsData(forKey: "new") && !cache.disk!.containsData(forKey: "old"))
             trigger.triggerGracefulShutdown()
             try await running.value
         }
