@@ -1,5 +1,3 @@
-import CLMDB
-
 extension DiskCache {
     /// How writes reach the disk.
     public enum Durability: Sendable, Equatable {
@@ -98,7 +96,7 @@ extension DiskCache {
         var environmentOptions: Environment.Options {
             Environment.Options(
                 initialMapSize: max(initialMapSize, 1 << 20),
-                syncFlags: durability.syncInterval == nil ? MDB_NOMETASYNC : MDB_NOSYNC,
+                sync: durability.syncInterval == nil ? .everyCommit : .onRequest,
                 damagedStore: readOnly ? .fail : damagedStore,
                 databases: DiskDatabases.names,
                 readOnly: readOnly,

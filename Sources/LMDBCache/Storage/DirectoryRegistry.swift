@@ -1,19 +1,6 @@
 import Foundation
 import Glibc
 
-/// The names LMDBCache uses inside a cache directory: one place for tools that must know them.
-package enum StoreFiles {
-    /// LMDB's data file (its name is LMDB's own).
-    package static let data = "data.mdb"
-    /// A `.periodic` store's record of its last synced snapshot (``SyncedSnapshot``).
-    package static let syncedSnapshot = "synced-snapshot"
-    /// Regular files, which must belong to the user and not be symbolic links: LMDB's data and
-    /// lock files, the process-presence lock, the space reserve and the synced-snapshot record.
-    package static let regular = [data, "lock.mdb", "processes.lock", "space.reserve", syncedSnapshot]
-    /// The folder compaction copies into; only a crash during a copy leaves it behind.
-    package static let compactionFolder = "compact.tmp"
-}
-
 /// Identifies a directory by device and inode, so two paths to one directory (symbolic links,
 /// `..`, bind mounts) find the same entry.
 struct DirectoryIdentity: Hashable, Sendable {

@@ -29,7 +29,7 @@ final class ProcessPresence: @unchecked Sendable {
     /// nor fails without it (a store only inspected then simply does not show).
     init(directory: StoreDirectory, readOnly: Bool = false, timeout: Duration, logger: Logger) throws {
         let flags = (readOnly ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NOFOLLOW
-        let file = openat(directory.descriptor, Self.fileName, flags, 0o600)
+        let file = openat(directory.descriptor, StoreFiles.processPresence, flags, 0o600)
         let openError = errno  // before anything else can change it
         descriptor = Locked(file)
         if readOnly && file < 0 && openError == ENOENT { return }
@@ -63,8 +63,6 @@ final class ProcessPresence: @unchecked Sendable {
                 path: directory.path, reason: "cannot lock processes.lock: \(errnoText(code))")
         }
     }
-
-    static let fileName = "processes.lock"
 
     /// Sleeps for `duration` (a lock poll's pause; never used to wait for a result).
     private static func pause(_ duration: Duration) {
@@ -104,7 +102,7 @@ final class ProcessPresence: @unchecked Sendable {
     /// this too. Call only while this process has no environment open on `directory`: closing
     /// the probe's descriptor drops this process's own `fcntl` locks on the file.
     static func lmdbOpenElsewhere(directory: StoreDirectory) -> Bool {
-        let file = openat(directory.descriptor, "lock.mdb", O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let file = openat(directory.descriptor, StoreFiles.lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard file >= 0 else { return errno != ENOENT }
         defer { Glibc.close(file) }
         // Every process with the environment open holds a lock on the first byte.

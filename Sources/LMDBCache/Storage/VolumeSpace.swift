@@ -27,7 +27,7 @@ struct SpaceReserve {
     static let size = 1 << 20
 
     init(directory: StoreDirectory) {
-        path = directory.file("space.reserve")
+        path = directory.file(StoreFiles.spaceReserve)
     }
 
     /// Allocates the reserve unless it is already there; false when the volume has no room.

@@ -31,16 +31,7 @@ package enum ReaderState: String, Sendable {
     case unknown
 }
 
-/// The size and use of a store's data file, as LMDB reports them.
-struct PageStatistics: Sendable {
-    var pageSize: Int
-    /// Pages from the start of the file up to the last one ever used.
-    var pagesUsedOrFree: Int
-    /// Pages in that range that are free (listed in LMDB's free list) and reused by later writes.
-    var freePages: Int
-    var mapSize: Int
-}
-
+// LMDB's reader table: listing its slots, and clearing those of processes that died.
 extension Environment {
     /// Every reader-table slot in use (this process's idle pooled transactions included), with
     /// whether its process still runs, decided as LMDB's `mdb_reader_check` decides it.
@@ -108,27 +99,35 @@ extension Environment {
         return (errno == ESRCH ? .stale : .unknown, nil)
     }
 
-    /// The data file's page size, extent and free pages. Reads LMDB's free list (database 0) in
-    /// one read transaction: O(free-list entries).
-    func pageStatistics() throws -> PageStatistics {
-        let (pageSize, lastPage, mapSize) = try withEnvironmentPointer { env in
-            var stat = MDB_stat()
-            mdb_env_stat(env, &stat)
-            var info = MDB_envinfo()
-            mdb_env_info(env, &info)
-            return (Int(stat.ms_psize), info.me_last_pgno, info.me_mapsize)
-        }
-        var free = 0
-        try read { txn in
-            // Each free-list value is an ID list: a count, then that many page numbers.
-            // The free list's keys are native integers (MDB_INTEGERKEY), not in byte order.
-            try txn.forEach(Database(handle: 0), bytewiseOrdered: false) { _, value in
-                if value.count >= MemoryLayout<Int>.size {
-                    free += value.loadUnaligned(as: Int.self)
-                }
-                return true
+    /// Runs `body` with a descriptor of `lock.mdb` that `fcntl(F_GETLK)` can ask about LMDB's
+    /// locks (opened on first use and kept until ``close()``), or -1 when it cannot be opened.
+    func withLockProbe<T>(_ body: (Int32) throws -> T) rethrows -> T {
+        try lockProbe.withLock { probe in
+            if probe == nil {
+                // Reading is enough: F_GETLK asks about locks without taking one.
+                probe = openat(directory.descriptor, StoreFiles.lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             }
+            return try body(probe ?? -1)
         }
-        return PageStatistics(pageSize: pageSize, pagesUsedOrFree: lastPage + 1, freePages: free, mapSize: mapSize)
+    }
+
+    /// Clears reader slots left by processes that died; returns how many were cleared.
+    @discardableResult
+    func clearStaleReaders() -> Int {
+        var dead: Int32 = 0
+        resizeLock.withSharedLock { if unusable == nil { _ = mdb_reader_check(env, &dead) } }
+        return Int(dead)
+    }
+
+    /// Clears stale reader slots, logging any it cleared. A process killed during a read leaves
+    /// its slot pinning the snapshot it read, and LMDB then reuses no page freed since: the file
+    /// grows. Done by every trim pass and before the map grows, not only at open.
+    func clearStaleReaders(before occasion: String) {
+        let cleared = clearStaleReaders()
+        if cleared > 0 {
+            logger.info(
+                "LMDBCache cleared stale reader slots",
+                metadata: ["path": .escaped(path), "slots": "\(cleared)", "before": "\(occasion)"])
+        }
     }
 }

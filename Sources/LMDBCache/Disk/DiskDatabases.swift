@@ -1,0 +1,48 @@
+/// The LMDB databases of a disk store and the keys of its indexes.
+///
+/// - `records`: stored key → ``Record`` (immutable once written).
+/// - `lastAccess`: stored key → 8-byte last-access time, only for entries read since their last
+///   write; an entry's last access is this, else its record's `created`.
+/// - `access`: 8-byte big-endian last-access time ‖ stored key → empty. Its first entry is the least
+///   recently used, so evicting k entries costs O(k log n).
+/// - `expiry`: 8-byte big-endian expiry time ‖ stored key → empty, for entries that expire.
+/// - `info`: `count`, `bytes` (the totals, kept exact inside every write transaction) and
+///   `format` (the record format version of the store).
+struct DiskDatabases {
+    static let names = ["records", "lastAccess", "access", "expiry", "info"]
+
+    let records: Database
+    let lastAccess: Database
+    let access: Database
+    let expiry: Database
+    let info: Database
+
+    init(_ opened: [String: Database]) {
+        records = opened["records"]!
+        lastAccess = opened["lastAccess"]!
+        access = opened["access"]!
+        expiry = opened["expiry"]!
+        info = opened["info"]!
+    }
+
+    /// When the entry under `key`, whose record says `created`, was last used.
+    func lastAccess(_ txn: some TransactionReading, _ key: [UInt8], created: UInt64) throws -> UInt64 {
+        guard let stored = try txn.get(lastAccess, key), stored.count == 8 else { return created }
+        return stored.loadLE(UInt64.self, at: 0)
+    }
+
+    static func indexKey(time: UInt64, key: [UInt8]) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: 8)
+        bytes.reserveCapacity(8 + key.count)
+        for index in 0..<8 { bytes[index] = UInt8(truncatingIfNeeded: time >> UInt64(56 - 8 * index)) }
+        bytes.append(contentsOf: key)
+        return bytes
+    }
+
+    /// Splits an index key into its time and stored key.
+    static func parseIndexKey(_ bytes: [UInt8]) -> (time: UInt64, key: [UInt8]) {
+        var time: UInt64 = 0
+        for index in 0..<min(8, bytes.count) { time = time << 8 | UInt64(bytes[index]) }
+        return (time, Array(bytes.dropFirst(8)))
+    }
+}

@@ -1,0 +1,169 @@
+import CLMDB
+import Glibc
+
+// Opening an environment: LMDB's flags, the databases, and the checks of the files it opened.
+extension Environment {
+    /// LMDB's flags for `mode` (`MDB_NOTLS` and `MDB_NORDAHEAD` are always added).
+    static func syncFlags(_ mode: SyncMode) -> Int32 {
+        switch mode {
+        case .everyCommit: MDB_NOMETASYNC
+        case .onRequest: MDB_NOSYNC
+        }
+    }
+
+    /// Creates and opens an environment on `store` with `options` and opens its databases
+    /// (creating them unless read-only). Database handles are per environment: opened in the same
+    /// order each time, they keep the numbers the store's handles already hold.
+    ///
+    /// LMDB is given the opened directory (``StoreDirectory/resolved``), never the name again.
+    /// When the databases exist they are opened in a read transaction: opening a store takes no
+    /// write transaction, so another process holding LMDB's writer lock (stopped with Ctrl-Z,
+    /// say) cannot hold the open up.
+    static func openEnvironment(_ store: StoreDirectory, _ options: Options) throws -> (
+        env: OpaquePointer, databases: [String: Database]
+    ) {
+        let directory = store.path
+        var created: OpaquePointer?
+        try LMDBStatus.check(mdb_env_create(&created), "mdb_env_create", path: directory)
+        guard let created else {
+            throw CacheError.lmdb(code: -1, operation: "mdb_env_create", message: "no environment")
+        }
+        do {
+            try LMDBStatus.check(
+                mdb_env_set_maxreaders(created, options.maxReaders), "mdb_env_set_maxreaders", path: directory)
+            try LMDBStatus.check(
+                mdb_env_set_maxdbs(created, UInt32(options.databases.count + 2)), "mdb_env_set_maxdbs", path: directory)
+            try LMDBStatus.check(
+                mdb_env_set_mapsize(created, options.initialMapSize), "mdb_env_set_mapsize", path: directory)
+            let access = options.readOnly ? MDB_RDONLY : 0
+            // A read-only open creates nothing, but LMDB creates a missing lock.mdb even with
+            // MDB_RDONLY. Every open that can write creates lock.mdb and nothing deletes it, so
+            // without one no process has the store open and there is no reader table to join:
+            // MDB_NOLOCK reads without one. A writer starting meanwhile cannot see this reader and
+            // may reuse pages it reads: the reader may then meet damage, never change the store.
+            var lockInfo = stat()
+            let noLock =
+                options.readOnly && fstatat(store.descriptor, StoreFiles.lock, &lockInfo, AT_SYMLINK_NOFOLLOW) != 0
+            let flags = UInt32(
+                MDB_NOTLS | MDB_NORDAHEAD | Self.syncFlags(options.sync) | access | (noLock ? MDB_NOLOCK : 0))
+            try LMDBStatus.check(mdb_env_open(created, store.resolved, flags, 0o600), "mdb_env_open", path: directory)
+            try checkOpenedFiles(created, store)
+            // Read-only opens never write; pages past a short file's end are free pages, which
+            // reads through the tree do not reach.
+            if !options.readOnly { try coverPagesInUse(created, directory) }
+            var opened = try openDatabases(created, options, creating: false, path: directory)
+            if opened == nil && !options.readOnly {
+                opened = try openDatabases(created, options, creating: true, path: directory)
+            }
+            guard let opened else {
+                throw CacheError.directoryUnavailable(
+                    path: directory, reason: "not an LMDBCache store (it lacks one of its databases)")
+            }
+            try probe(created, directory, options.databases.compactMap { opened[$0]?.handle })
+            return (created, opened)
+        } catch {
+            mdb_env_close(created)
+            throw error
+        }
+    }
+
+    /// Opens every database of `options` in one transaction: a read transaction that returns nil
+    /// when one is missing, or with `creating`, a write transaction that creates the missing ones.
+    private static func openDatabases(_ env: OpaquePointer, _ options: Options, creating: Bool, path: String) throws
+        -> [String: Database]?
+    {
+        var txn: OpaquePointer?
+        try LMDBStatus.check(
+            mdb_txn_begin(env, nil, creating ? 0 : UInt32(MDB_RDONLY), &txn), "mdb_txn_begin", path: path)
+        var opened: [String: Database] = [:]
+        for name in options.databases {
+            var dbi: MDB_dbi = 0
+            let code = mdb_dbi_open(txn, name, creating ? UInt32(MDB_CREATE) : 0, &dbi)
+            if code == MDB_NOTFOUND && !creating {
+                mdb_txn_abort(txn)
+                return nil
+            }
+            if code != MDB_SUCCESS {
+                mdb_txn_abort(txn)
+                throw LMDBStatus.error(code, "mdb_dbi_open(\(name))", path: path)
+            }
+            opened[name] = Database(handle: dbi)
+        }
+        try LMDBStatus.check(mdb_txn_commit(txn), "mdb_txn_commit", path: path)
+        return opened
+    }
+
+    /// After `mdb_env_open`: the data file LMDB opened is the store's `data.mdb` (a regular file
+    /// of this user with one link, checked again now that it exists), and its descriptor is
+    /// closed on exec, so no child process inherits write access to the store (LMDB opens it
+    /// without `O_CLOEXEC`).
+    private static func checkOpenedFiles(_ env: OpaquePointer, _ store: StoreDirectory) throws {
+        var descriptor: Int32 = -1
+        try LMDBStatus.check(mdb_env_get_fd(env, &descriptor), "mdb_env_get_fd", path: store.path)
+        let flags = fcntl(descriptor, F_GETFD)
+        guard flags >= 0, fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) == 0 else {
+            throw CacheError.directoryUnavailable(path: store.path, reason: "cannot set close-on-exec: \(errnoText())")
+        }
+        try store.checkStoreFiles()
+        var opened = stat()
+        var named = stat()
+        guard fstat(descriptor, &opened) == 0,
+            fstatat(store.descriptor, StoreFiles.data, &named, AT_SYMLINK_NOFOLLOW) == 0,
+            opened.st_dev == named.st_dev, opened.st_ino == named.st_ino
+        else {
+            throw CacheError.directoryUnavailable(
+                path: store.path, reason: "data.mdb changed while it was opened; another process replaced it")
+        }
+    }
+
+    /// Makes the data file reach the end of the pages its newest meta page counts.
+    ///
+    /// LMDB does not write pages a transaction allocated and freed again, so a sound file may end
+    /// before them; a truncated file ends before pages in use. Either way, touching a mapped page
+    /// past the end of the file would kill the process with SIGBUS. Extended (never shrunk, so
+    /// another process's writes are safe), the missing pages read as zeros, which LMDB reports as
+    /// damage and ``probe(_:_:_:)`` finds near the roots.
+    private static func coverPagesInUse(_ env: OpaquePointer, _ directory: String) throws {
+        var info = MDB_envinfo()
+        var statistics = MDB_stat()
+        try LMDBStatus.check(mdb_env_info(env, &info), "mdb_env_info", path: directory)
+        try LMDBStatus.check(mdb_env_stat(env, &statistics), "mdb_env_stat", path: directory)
+        var descriptor: Int32 = -1
+        try LMDBStatus.check(mdb_env_get_fd(env, &descriptor), "mdb_env_get_fd", path: directory)
+        var file = stat()
+        guard fstat(descriptor, &file) == 0 else {
+            throw CacheError.directoryUnavailable(path: directory, reason: "cannot stat data.mdb: \(errnoText())")
+        }
+        let needed = (Int(info.me_last_pgno) + 1) * Int(statistics.ms_psize)
+        guard Int(file.st_size) < needed else { return }
+        let code = posix_fallocate(descriptor, 0, off_t(needed))
+        if code == ENOSPC { throw CacheError.diskFull(path: directory) }
+        if code != 0 {
+            throw CacheError.directoryUnavailable(
+                path: directory, reason: "cannot extend data.mdb to its pages in use: \(errnoText(code))")
+        }
+    }
+
+    /// Reads the first and last entry of every database, so damage near the roots (a truncated
+    /// file's missing pages, a damaged branch page) is found on open, where the store can still be
+    /// set aside, rather than by later reads.
+    private static func probe(_ env: OpaquePointer, _ directory: String, _ databases: [MDB_dbi]) throws {
+        var txn: OpaquePointer?
+        try LMDBStatus.check(
+            mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn), "mdb_txn_begin(probe)", path: directory)
+        defer { mdb_txn_abort(txn) }
+        for dbi in databases {
+            var cursor: OpaquePointer?
+            try LMDBStatus.check(mdb_cursor_open(txn, dbi, &cursor), "mdb_cursor_open(probe)", path: directory)
+            defer { mdb_cursor_close(cursor) }
+            var key = MDB_val()
+            var value = MDB_val()
+            for operation in [MDB_FIRST, MDB_LAST] {
+                let code = mdb_cursor_get(cursor, &key, &value, operation)
+                if code != MDB_SUCCESS && code != MDB_NOTFOUND {
+                    throw LMDBStatus.error(code, "reading the store's first and last entries", path: directory)
+                }
+            }
+        }
+    }
+}
