@@ -78,8 +78,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             metrics: counters.memoryMetrics, logger: logger)
         let disk = try DiskCache(directory: directory, configuration: configuration.diskWithClock, logger: logger)
         self.disk = disk
-        droppedWritesAtOpen = disk.store.droppedWriteCount
-        evictionToken = disk.store.observeEvictions { evictions in
+        droppedWritesAtOpen = disk.droppedWriteCount
+        evictionToken = disk.observeEvictions { evictions in
             for eviction in evictions {
                 counters.diskRemoval(eviction.reason)
                 guard let removalListener, let key = Key(cacheKeyBytes: eviction.key) else { continue }
@@ -317,7 +317,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// Reading it also brings the metrics' entry and cost gauges up to date.
     public var statistics: CacheStatistics {
         var statistics = counters.statistics(memory: memory.statistics)
-        if let disk { statistics.failedWrites += disk.store.droppedWriteCount - droppedWritesAtOpen }
+        if let disk { statistics.failedWrites += disk.droppedWriteCount - droppedWritesAtOpen }
         if let disk, !isClosed.value {
             counters.diskMetrics.entries.set(disk.totalCount)
             counters.diskMetrics.cost.set(disk.totalCost)
@@ -346,8 +346,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     public func close() {
         guard isClosed.set() else { return }
         if let evictionToken, let disk {
-            disk.store.waitForEvictionEvents()
-            disk.store.stopObservingEvictions(evictionToken)
+            disk.waitForEvictionEvents()
+            disk.stopObservingEvictions(evictionToken)
         }
         memory.stopTrimming()
         disk?.close()
@@ -367,7 +367,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Waits until the listener has heard of every disk eviction so far (for tests).
     func waitForEvictionEvents() {
-        disk?.store.waitForEvictionEvents()
+        disk?.waitForEvictionEvents()
     }
 
     // MARK: Failures

@@ -20,18 +20,7 @@ extension DiskCache {
     /// The committed entry stored under `key`, expired or damaged ones included, with its value.
     /// Records no access. Nil when there is none.
     package func storedEntry(forKey key: [UInt8]) throws -> StoredEntry? {
-        try withStore { store in
-            let storageKey = try StorageKey(key)
-            return try store.env.read { txn -> StoredEntry? in
-                guard let bytes = try txn.get(store.db.records, storageKey.bytes) else { return nil }
-                if let header = Record.Header(bytes), !Record.matches(bytes, header: header, key: storageKey) {
-                    return nil
-                }
-                return try StoredEntry(
-                    storedKey: storageKey.bytes, record: bytes,
-                    accessed: { try store.db.lastAccess(txn, storageKey.bytes, created: $0) }, withValue: true)
-            }
-        }
+        try withStore { try $0.storedEntry(try StorageKey(key)) }
     }
 
     /// Up to `limit` committed entries in stored-key order, starting after the stored key `after`
@@ -40,72 +29,13 @@ extension DiskCache {
     package func storedEntries(
         after: [UInt8]?, prefix: [UInt8] = [], limit: Int, withValues: Bool
     ) throws -> [StoredEntry] {
-        // Stored keys of long keys begin with the key's first `prefixLength` bytes.
-        let storedPrefix = Array(prefix.prefix(StorageKey.prefixLength))
-        return try withStore { store in
-            try store.env.read { txn in
-                var entries: [StoredEntry] = []
-                try txn.forEach(store.db.records, from: after ?? (storedPrefix.isEmpty ? nil : storedPrefix)) {
-                    key, bytes in
-                    guard key.starts(with: storedPrefix) else { return false }
-                    let storedKey = Array(key)
-                    if let after, storedKey == after { return true }
-                    let entry = try StoredEntry(
-                        storedKey: storedKey, record: bytes,
-                        accessed: { try store.db.lastAccess(txn, storedKey, created: $0) }, withValue: withValues)
-                    if entry.key.starts(with: prefix) { entries.append(entry) }
-                    return entries.count < limit
-                }
-                return entries
-            }
-        }
+        try withStore { try $0.storedEntries(after: after, prefix: prefix, limit: limit, withValues: withValues) }
     }
 
     /// Counts, sizes, pages, readers and access range of the store: one scan of every record in
     /// one read transaction, O(n).
     package func storeStatistics() throws -> StoreStatistics {
-        try withStore { store in
-            var statistics = StoreStatistics()
-            let now = configuration.clock.milliseconds
-            try store.env.read { txn in
-                let totals = try Totals(txn, store.db.info)
-                statistics.recordedEntries = totals.count
-                statistics.storedBytes = totals.bytes
-                // Read from the file: never trusted to fit (a damaged value shows as Int.max).
-                statistics.formatVersion = Int(clamping: try Totals.load(txn, store.db.info, Totals.formatKey))
-                try txn.forEach(store.db.records) { key, bytes in
-                    statistics.entries += 1
-                    guard let header = try? Record.validate(bytes, storedKey: Array(key)) else {
-                        statistics.damagedRecords += 1
-                        return true
-                    }
-                    statistics.logicalBytes += header.valueLength
-                    statistics.payloadBytes += bytes.count - Record.headerSize - header.keyLength
-                    if header.flags.contains(.compressed) { statistics.compressedEntries += 1 }
-                    return true
-                }
-                try txn.forEach(store.db.expiry) { key, _ in
-                    guard DiskDatabases.parseIndexKey(Array(key)).time <= now else { return false }
-                    statistics.expiredEntries += 1
-                    return true
-                }
-                statistics.oldestAccess = try txn.firstKey(store.db.access).map { DiskDatabases.parseIndexKey($0).time }
-                statistics.newestAccess = try txn.lastKey(store.db.access).map { DiskDatabases.parseIndexKey($0).time }
-            }
-            if statistics.payloadBytes > 0 {
-                statistics.compressionRatio = Double(statistics.logicalBytes) / Double(statistics.payloadBytes)
-            }
-            let pages = try store.env.pageStatistics()
-            statistics.pageSize = pages.pageSize
-            statistics.freePages = pages.freePages
-            statistics.pagesInUse = pages.pagesUsedOrFree - pages.freePages
-            statistics.mapSize = pages.mapSize
-            statistics.fileSize = store.fileSize
-            let readers = try store.env.readerSlots()
-            statistics.readerSlots = readers.count
-            statistics.staleReaderSlots = readers.filter { $0.state == .stale }.count
-            return statistics
-        }
+        try withStore { try $0.statistics(now: configuration.clock.milliseconds) }
     }
 
     /// Stores `value` under `key` with the given timestamps (milliseconds since 1970; `expires`
@@ -122,12 +52,12 @@ extension DiskCache {
 
     /// Reader-table slots in use, with the processes holding them.
     package func readerSlots() throws -> [ReaderSlot] {
-        try withStore { try $0.env.readerSlots() }
+        try withStore { try $0.readerSlots() }
     }
 
     /// Frees the reader slots of processes that have exited; returns how many.
     package func clearStaleReaderSlots() throws -> Int {
-        try withStore { $0.env.clearStaleReaders() }
+        try withStore { $0.clearStaleReaderSlots() }
     }
 
     /// Checks every record (checksum, decompression), the access and expiry indexes and the

@@ -152,20 +152,7 @@ public final class DiskCache: Sendable {
         try withStore { store -> (value: [UInt8], expires: UInt64, record: RecordIdentity)? in
             let storageKey = try StorageKey(key)
             let now = configuration.clock.milliseconds
-            let found: Lookup
-            if let pending = store.pending(storageKey) {
-                guard case .set(let record) = pending else { return nil }
-                found = try record.withUnsafeBytes { bytes -> Lookup in
-                    let header = try Record.validate(bytes)
-                    if header.isExpired(at: now) { return .miss }
-                    return .hit(
-                        try Record.value(bytes, header: header), accessed: header.created, expires: header.expires,
-                        record: RecordIdentity(bytes)!)
-                }
-            } else {
-                found = try Self.lookUp(storageKey, in: store, now: now)
-            }
-            switch found {
+            switch try store.lookUp(storageKey, now: now) {
             case .miss:
                 return nil
             case .hit(let value, let accessed, let expires, let record):
@@ -180,49 +167,10 @@ public final class DiskCache: Sendable {
         }
     }
 
-    private static func lookUp(_ storageKey: StorageKey, in store: DiskStore, now: UInt64) throws
-        -> Lookup
-    {
-        try store.env.read { txn -> Lookup in
-            guard let bytes = try txn.get(store.db.records, storageKey.bytes) else { return .miss }
-            let header: Record.Header
-            let value: [UInt8]
-            do throws(Record.Damage) {
-                header = try Record.validate(bytes, storedKey: storageKey.bytes)
-                guard Record.matches(bytes, header: header, key: storageKey), !header.isExpired(at: now)
-                else {
-                    return .miss
-                }
-                value = try Record.value(bytes, header: header)
-            } catch {
-                return .damaged(error)
-            }
-            let accessed = try store.db.lastAccess(txn, storageKey.bytes, created: header.created)
-            return .hit(value, accessed: accessed, expires: header.expires, record: RecordIdentity(bytes)!)
-        }
-    }
-
-    private enum Lookup {
-        case miss
-        case hit([UInt8], accessed: UInt64, expires: UInt64, record: RecordIdentity)
-        case damaged(Record.Damage)
-    }
-
     /// True when a value that has not expired is stored under `key`. Does not count as an access.
     public func containsData(forKey key: [UInt8]) throws -> Bool {
         try withStore { store in
-            let storageKey = try StorageKey(key)
-            let now = configuration.clock.milliseconds
-            if let pending = store.pending(storageKey) {
-                guard case .set(let record) = pending else { return false }
-                return record.withUnsafeBytes { Record.Header($0).map { !$0.isExpired(at: now) } ?? false }
-            }
-            return try store.env.read { txn in
-                guard let bytes = try txn.get(store.db.records, storageKey.bytes),
-                    let header = Record.Header(bytes), header.belongs(toStoredKey: storageKey.bytes)
-                else { return false }
-                return Record.matches(bytes, header: header, key: storageKey) && !header.isExpired(at: now)
-            }
+            try store.contains(try StorageKey(key), now: configuration.clock.milliseconds)
         }
     }
 
@@ -244,7 +192,7 @@ public final class DiskCache: Sendable {
 
     /// Removes every entry (queued writes included) and commits.
     public func removeAll() throws {
-        try withStore { store in try store.env.writer.sync { try store.removeAll() } }
+        try withStore { try $0.removeAll() }
     }
 
     // MARK: Trimming
@@ -285,20 +233,7 @@ public final class DiskCache: Sendable {
     @discardableResult
     func trimPass() -> Int {
         do {
-            return try withStore { store in
-                store.env.clearStaleReaders(before: "a trim pass")
-                let now = configuration.clock.milliseconds
-                let totals = try store.totals()
-                let targets = limits.lowWaterTargets
-                let plan = DiskStore.TrimPlan(
-                    count: limits.count.flatMap { totals.count > $0 ? targets.count : nil },
-                    cost: limits.cost.flatMap { totals.bytes > $0 ? targets.cost : nil },
-                    accessedBefore: configuration.ageLimit.map { now.subtractingSaturating($0.milliseconds) })
-                return try store.env.writer.sync {
-                    store.drain()
-                    return try store.trim(plan, now: now)
-                }
-            }
+            return try withStore { try $0.trimPass(limits: limits, ageLimit: configuration.ageLimit) }
         } catch CacheError.closed {
             return 0
         } catch {
@@ -316,10 +251,7 @@ public final class DiskCache: Sendable {
     private func trim(_ plan: DiskStore.TrimPlan) throws {
         try withStore { store in
             let now = configuration.clock.milliseconds
-            try store.env.writer.sync {
-                store.drain()
-                try store.trim(plan, now: now)
-            }
+            try store.commitQueueAndTrim(plan, now: now)
         }
     }
 
@@ -378,6 +310,28 @@ public final class DiskCache: Sendable {
             }
             DiskStore.registry.release(identity) { $0.close() }
         }
+    }
+
+    // MARK: For the two-tier cache
+
+    /// Queued writes the store dropped so far because their batch failed (a full disk), whichever
+    /// handle queued them; the store outlives a handle, so callers count from their own start.
+    var droppedWriteCount: Int { store.droppedWriteCount }
+
+    /// Starts telling `observer` of the entries trimming evicts (on a queue of the store's own,
+    /// never the writer thread); returns the token that stops it.
+    func observeEvictions(_ observer: @escaping DiskStore.EvictionObserver) -> UInt64 {
+        store.observeEvictions(observer)
+    }
+
+    /// Stops the observer `token` names.
+    func stopObservingEvictions(_ token: UInt64) {
+        store.stopObservingEvictions(token)
+    }
+
+    /// Waits until every eviction event published so far has been delivered.
+    func waitForEvictionEvents() {
+        store.waitForEvictionEvents()
     }
 
     func withStore<T>(_ body: (DiskStore) throws -> T) throws -> T {

@@ -185,6 +185,17 @@ package struct Record {
         return Array(bytes[headerSize..<(headerSize + header.keyLength)])
     }
 
+    /// The record `bytes`, stored under `key`, read at `now`: checked whole, then its header and
+    /// value; nil when it belongs to another long key with the same stored key, or has expired.
+    /// The one read of a record for a lookup, queued or committed.
+    static func read(_ bytes: UnsafeRawBufferPointer, key: StorageKey, now: UInt64) throws(Damage) -> (
+        header: Header, value: [UInt8]
+    )? {
+        let header = try validate(bytes, storedKey: key.bytes)
+        guard matches(bytes, header: header, key: key), !header.isExpired(at: now) else { return nil }
+        return (header, try value(bytes, header: header))
+    }
+
     /// The value, inflated when compressed. `bytes` must have passed ``validate(_:)``.
     package static func value(_ bytes: UnsafeRawBufferPointer, header: Header) throws(Damage) -> [UInt8] {
         let payload = UnsafeRawBufferPointer(rebasing: bytes[(headerSize + header.keyLength)...])

@@ -1,0 +1,59 @@
+// Reads: a key's record (a queued write first, then LMDB) and the committed totals.
+extension DiskStore {
+    /// What a lookup found.
+    enum Lookup {
+        case miss
+        /// The value, when the entry was last accessed, when it expires (0 for never), and the
+        /// identity of its record.
+        case hit([UInt8], accessed: UInt64, expires: UInt64, record: RecordIdentity)
+        case damaged(Record.Damage)
+    }
+
+    /// The live entry for `key` at `now`: a queued write for it when there is one, else the
+    /// committed record, read in a pooled read transaction. Records no access.
+    ///
+    /// - Throws: a queued record's damage (never expected: the caller encoded it), or LMDB's error.
+    func lookUp(_ key: StorageKey, now: UInt64) throws -> Lookup {
+        if let pending = pending(key) {
+            guard case .set(let record) = pending else { return .miss }
+            return try record.withUnsafeBytes { bytes -> Lookup in
+                guard let found = try Record.read(bytes, key: key, now: now) else { return .miss }
+                return .hit(
+                    found.value, accessed: found.header.created, expires: found.header.expires,
+                    record: RecordIdentity(bytes)!)
+            }
+        }
+        return try env.read { txn -> Lookup in
+            guard let bytes = try txn.get(db.records, key.bytes) else { return .miss }
+            let found: (header: Record.Header, value: [UInt8])?
+            do throws(Record.Damage) {
+                found = try Record.read(bytes, key: key, now: now)
+            } catch {
+                return .damaged(error)
+            }
+            guard let found else { return .miss }
+            let accessed = try db.lastAccess(txn, key.bytes, created: found.header.created)
+            return .hit(found.value, accessed: accessed, expires: found.header.expires, record: RecordIdentity(bytes)!)
+        }
+    }
+
+    /// True when a live value is stored under `key` at `now`, queued or committed. Reads the
+    /// header only: a damaged payload still counts.
+    func contains(_ key: StorageKey, now: UInt64) throws -> Bool {
+        if let pending = pending(key) {
+            guard case .set(let record) = pending else { return false }
+            return record.withUnsafeBytes { Record.Header($0).map { !$0.isExpired(at: now) } ?? false }
+        }
+        return try env.read { txn in
+            guard let bytes = try txn.get(db.records, key.bytes),
+                let header = Record.Header(bytes), header.belongs(toStoredKey: key.bytes)
+            else { return false }
+            return Record.matches(bytes, header: header, key: key) && !header.isExpired(at: now)
+        }
+    }
+
+    /// Committed totals (other processes' commits included).
+    func totals() throws -> Totals {
+        try env.read { try Totals($0, db.info) }
+    }
+}

@@ -1,0 +1,357 @@
+import Foundation
+
+// The write queue and its commits: callers queue, the writer thread commits in batches, syncs,
+// and trims when a batch passes the limits or the volume is short of space.
+extension DiskStore {
+    /// Queues `operation`; with `synchronous`, returns once it is committed and synced.
+    /// Waits first while more than `maxPendingBytes` are queued.
+    func enqueue(
+        _ key: StorageKey, _ operation: PendingOperation, limits: DiskLimits, synchronous: Bool, maxPendingBytes: Int
+    ) throws {
+        var queued: (sequence: UInt64, schedule: Bool)?
+        while true {
+            // One lock for the common case; only a full queue takes the waiting path.
+            queued = state.withLock { pending in
+                guard pending.queuedBytes <= maxPendingBytes else { return nil }
+                let sequence = pending.enqueue(key, operation, limits: limits)
+                pendingKeys.store(pending.pendingKeyCount, ordering: .releasing)
+                if synchronous { pending.requestSync(through: sequence) }
+                return (sequence, scheduleDrain(&pending))
+            }
+            if queued != nil { break }
+            try waitUntil { $0.queuedBytes <= maxPendingBytes }
+        }
+        let (sequence, schedule) = queued!
+        if schedule { startDrain() }
+        if synchronous {
+            try waitUntil { $0.syncedThrough >= sequence }
+            if let error = state.withLock({ $0.takeSynchronousResult(sequence) }) { throw error }
+        }
+    }
+
+    /// Commits and syncs every write queued so far, with the access times and damaged records
+    /// reads reported; throws the first write failure since the last flush.
+    func flush() throws {
+        try commitAndSync()
+        if let error = state.withLock({ $0.takeUnreportedFailure() }) { throw error }
+    }
+
+    /// Drains the queue on the writer, then syncs the file.
+    func commitAndSync() throws {
+        try env.writer.sync {
+            drain()
+            try env.sync()
+        }
+    }
+
+    /// The newest queued write for `key`, if it is not committed yet.
+    func pending(_ key: StorageKey) -> PendingOperation? {
+        if pendingKeys.load(ordering: .acquiring) == 0 { return nil }
+        return state.withLock { $0.pending(key) }
+    }
+
+    /// Buffers a read's access time; the writer records it with its next batch.
+    func recordAccess(_ key: StorageKey, at time: UInt64, previous: UInt64) {
+        let schedule = state.withLock { pending in
+            pending.recordAccess(key, at: time, previous: previous, limit: Self.maxBufferedAccesses)
+            return pending.accessCount >= Self.accessBatchSize && scheduleDrain(&pending)
+        }
+        if schedule { startDrain() }
+    }
+
+    /// Logs and counts a damaged record, and has the writer remove it.
+    func reportDamage(_ key: StorageKey, _ damage: Record.Damage) {
+        // Not thrown (the read is a miss), so it is logged above info: the one sign besides the metric.
+        logger.warning(
+            "LMDBCache found a damaged record; treating it as a miss and removing it",
+            metadata: ["path": .escaped(path), "damage": "\(damage)"])
+        damagedRecords.increment()
+        let schedule = state.withLock { pending in
+            pending.recordDamage(key)
+            return scheduleDrain(&pending)
+        }
+        if schedule { startDrain() }
+    }
+
+    /// Has the writer remove the record of `key` if it is still the one `identity` names: a
+    /// reader's removal of a record it could not use, which must not remove a newer write.
+    func removeIfUnchanged(_ key: StorageKey, _ identity: RecordIdentity) {
+        let schedule = state.withLock { pending in
+            pending.recordRemoval(key, ifUnchanged: identity)
+            return scheduleDrain(&pending)
+        }
+        if schedule { startDrain() }
+    }
+
+    private func scheduleDrain(_ pending: inout PendingWrites) -> Bool {
+        if pending.drainScheduled { return false }
+        pending.drainScheduled = true
+        return true
+    }
+
+    private func startDrain() {
+        env.writer.async { [self] in drain() }
+    }
+
+    private func waitUntil(_ condition: (PendingWrites) -> Bool) throws {
+        progress.lock()
+        defer { progress.unlock() }
+        while !state.withLock({ condition($0) }) { progress.wait() }
+    }
+
+    // MARK: The writer
+
+    /// Commits batches until the queue is empty. Runs on the writer thread.
+    func drain() {
+        while commitNextBatch(enforcingLimits: true) != nil {}
+    }
+
+    /// What committing a batch left to do.
+    enum Committed {
+        /// Nothing: the limits hold, or were enforced.
+        case done
+        /// The batch took the store past `limits` (`exceeded`), or added `added` bytes under their
+        /// free-space limit; neither was enforced.
+        case limitsPassed(DiskLimits, exceeded: Bool, added: Int)
+    }
+
+    /// Commits one batch; nil when there was none. With `enforcingLimits`, a batch that takes
+    /// the store past its newest insert's limits is followed by a trim to the low-water mark
+    /// before its writers are told it is done, so a flush returns with the limits holding;
+    /// without, such limits are returned for the caller (a trim under way) to enforce after.
+    func commitNextBatch(enforcingLimits: Bool) -> Committed? {
+        guard
+            let batch = state.withLock({
+                $0.takeBatch(
+                    maxWrites: Self.maxBatchWrites, maxBytes: Self.maxBatchBytes, maxAccesses: Self.accessBatchSize)
+            })
+        else {
+            return nil
+        }
+        var failure: CacheError?
+        var outcome = Committed.done
+        if !batch.isEmpty {
+            do {
+                let (totals, added) = try commitWithEmergencyTrim(batch)
+                if let limits = batch.limits {
+                    if !enforcingLimits {
+                        let spaceShort = limits.freeSpace != nil && added > 0
+                        let exceeded = limits.isExceeded(by: totals)
+                        if exceeded || spaceShort {
+                            outcome = .limitsPassed(limits, exceeded: exceeded, added: spaceShort ? added : 0)
+                        }
+                    } else {
+                        if limits.isExceeded(by: totals) { enforce(limits) }
+                        keepFreeSpace(limits, added: added, totals: totals)
+                    }
+                }
+            } catch {
+                let cacheError = error as? CacheError ?? .lmdb(code: -1, operation: "write", message: "\(error)")
+                failure = cacheError
+                failedWrites.increment(by: batch.writes.count)
+                droppedWrites.add(batch.writes.count, ordering: .relaxed)
+                // flush() or the synchronous write throws it; a full disk is also logged as an
+                // error, since writes are being lost until space is freed.
+                logger.log(
+                    level: cacheError == .diskFull(path: path) ? .error : .info, "LMDBCache dropped a batch of writes",
+                    metadata: ["path": .escaped(path), "writes": "\(batch.writes.count)", "error": "\(cacheError)"])
+            }
+        }
+        state.withLock { pending in
+            pending.complete(batch, error: failure)
+            pendingKeys.store(pending.pendingKeyCount, ordering: .releasing)
+        }
+        if state.withLock({ $0.syncDue }) {
+            var syncFailure: CacheError?
+            do {
+                try env.sync()
+            } catch {
+                syncFailure = error as? CacheError ?? .lmdb(code: -1, operation: "mdb_env_sync", message: "\(error)")
+                logger.error(
+                    "LMDBCache could not sync its store", metadata: ["path": .escaped(path), "error": .escaped(error)])
+            }
+            state.withLock { $0.markSynced(failure: syncFailure) }
+        }
+        progress.lock()
+        progress.broadcast()
+        progress.unlock()
+        if !batch.writes.isEmpty { schedulePeriodicSync() }
+        return outcome
+    }
+
+    /// Commits `batch`; when the volume is full (or the map cannot grow), frees the space reserve,
+    /// evicts least recently used entries of twice the batch's bytes (at least 2 MiB) and tries
+    /// once more. Returns the totals after the
+    /// commit and the bytes it added.
+    private func commitWithEmergencyTrim(_ batch: WriteBatch) throws -> (Totals, Int) {
+        do {
+            return try env.write { txn in try apply(batch, txn) }
+        } catch CacheError.diskFull where !batch.writes.isEmpty {
+            let totals = try self.totals()
+            let released = reserve.release()
+            logger.info(
+                "LMDBCache found the disk full; evicting and retrying once",
+                metadata: [
+                    "path": .escaped(path), "batchBytes": "\(batch.byteCount)", "reserveReleased": "\(released)",
+                ])
+            // Later queued writes must not commit before this batch: no commits between the trim's
+            // transactions.
+            try trim(
+                TrimPlan(
+                    cost: max(0, totals.bytes - max(2 * batch.byteCount, 2 * SpaceReserve.size)), reason: .freeSpace,
+                    batchSize: Self.emergencyTrimBatchSize),
+                now: batch.limits?.clock.milliseconds ?? 0, committingQueuedWrites: false)
+            // LMDB reuses the pages a transaction frees only two transactions later: commit one
+            // small change first, so the retry can use the pages the trim freed.
+            try env.write { txn in
+                let trims = try Totals.load(txn, db.info, Totals.emergencyTrimsKey)
+                try Totals.store(txn, db.info, Totals.emergencyTrimsKey, trims + 1)
+            }
+            let result = try env.write { txn in try apply(batch, txn) }
+            reserve.take()
+            return result
+        }
+    }
+
+    /// With a free-space limit and the volume below it, evicts least recently used entries of the
+    /// `added` bytes the batch just committed, so the store does not grow while space is short.
+    private func keepFreeSpace(_ limits: DiskLimits, added: Int, totals: Totals) {
+        guard let limit = limits.freeSpace, added > 0, let free = VolumeSpace.available(at: directory.resolved),
+            free < limit
+        else {
+            return
+        }
+        do {
+            try trim(
+                TrimPlan(cost: max(0, totals.bytes - added), reason: .freeSpace), now: limits.clock.milliseconds)
+        } catch {
+            logger.error(
+                "LMDBCache could not trim to its free-space limit",
+                metadata: ["path": .escaped(path), "error": .escaped(error)])
+        }
+    }
+
+    /// In periodic mode, has the writer sync once `syncInterval` after a commit (one pending sync
+    /// at a time), so unsynced commits are at most that old.
+    private func schedulePeriodicSync() {
+        guard let syncInterval,
+            syncScheduled.withLock({ scheduled in
+                defer { scheduled = true }
+                return !scheduled
+            })
+        else { return }
+        let seconds = Double(syncInterval.components.seconds) + Double(syncInterval.components.attoseconds) / 1e18
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+            env.writer.async { [self] in
+                syncScheduled.withLock { $0 = false }
+                do {
+                    try env.sync()
+                } catch {
+                    logger.error(
+                        "LMDBCache could not sync its store",
+                        metadata: ["path": .escaped(path), "error": .escaped(error)])
+                }
+            }
+        }
+    }
+
+    /// Trims to the low-water mark of `limits`.
+    private func enforce(_ limits: DiskLimits) {
+        let targets = limits.lowWaterTargets
+        let plan = TrimPlan(count: targets.count, cost: targets.cost)
+        do {
+            try trim(plan, now: limits.clock.milliseconds)
+        } catch {
+            logger.error(
+                "LMDBCache could not trim to its limits", metadata: ["path": .escaped(path), "error": .escaped(error)])
+        }
+    }
+
+    /// Applies `batch` in `txn`; returns the totals after it and the bytes it added (negative when
+    /// it freed more).
+    private func apply(_ batch: WriteBatch, _ txn: WriteTransaction) throws -> (Totals, Int) {
+        var totals = try Totals(txn, db.info)
+        let before = totals
+        for write in batch.writes {
+            guard case .set(let record) = write.operation else {
+                try removeEntry(write.key.bytes, txn, &totals)
+                continue
+            }
+            try record.withUnsafeBytes { bytes in
+                // One search when the key is new; an overwrite removes the old entry first.
+                if try !txn.putIfAbsent(db.records, write.key.bytes, bytes) {
+                    try removeEntry(write.key.bytes, txn, &totals)
+                    try txn.put(db.records, write.key.bytes, bytes)
+                }
+                let header = Record.Header(bytes)!
+                try txn.put(db.access, DiskDatabases.indexKey(time: header.created, key: write.key.bytes), [])
+                if header.expires != 0 {
+                    try txn.put(db.expiry, DiskDatabases.indexKey(time: header.expires, key: write.key.bytes), [])
+                }
+            }
+            totals.count += 1
+            totals.bytes += Totals.cost(keyLength: write.key.bytes.count, recordLength: record.count)
+        }
+        // Three small writes an access, no record read: the index entry for the time the reader
+        // saw is moved; if it is gone, the entry changed since and the access is dropped.
+        for (key, update) in batch.accesses where update.previous < update.time {
+            guard try txn.delete(db.access, DiskDatabases.indexKey(time: update.previous, key: key.bytes)) else {
+                continue
+            }
+            try withUnsafeBytes(of: update.time.littleEndian) { try txn.put(db.lastAccess, key.bytes, $0) }
+            try txn.put(db.access, DiskDatabases.indexKey(time: update.time, key: key.bytes), [])
+        }
+        for key in batch.damaged {
+            guard let bytes = try txn.get(db.records, key.bytes) else { continue }
+            if (try? Record.validate(bytes, storedKey: key.bytes)) == nil {
+                try removeEntry(key.bytes, txn, &totals)
+            }
+        }
+        // After the batch's writes, in the same transaction: a write queued before the check
+        // replaced the record and is kept; one queued after it commits after the removal.
+        for (key, identity) in batch.removalsIfUnchanged {
+            guard let bytes = try txn.get(db.records, key.bytes), RecordIdentity(bytes) == identity else { continue }
+            try removeEntry(key.bytes, txn, &totals)
+        }
+        if totals != before { try totals.save(txn, db.info) }
+        return (totals, totals.bytes - before.bytes)
+    }
+
+    /// Removes the entry stored under `key` with its index entries, if there is one.
+    func removeEntry(_ key: [UInt8], _ txn: WriteTransaction, _ totals: inout Totals) throws {
+        guard let bytes = try txn.get(db.records, key) else { return }
+        let cost = Totals.cost(keyLength: key.count, recordLength: bytes.count)
+        let header = Record.Header(bytes)
+        // `bytes` points into the map: read all of it before the first change.
+        if let header {
+            let accessed = try db.lastAccess(txn, key, created: header.created)
+            try txn.delete(db.access, DiskDatabases.indexKey(time: accessed, key: key))
+            if header.expires != 0 {
+                try txn.delete(db.expiry, DiskDatabases.indexKey(time: header.expires, key: key))
+            }
+        }
+        // A record with a damaged header leaves index entries behind; trimming drops them when it
+        // reaches them (see `evictThroughIndex`).
+        try txn.delete(db.lastAccess, key)
+        try txn.delete(db.records, key)
+        totals.count -= 1
+        totals.bytes -= cost
+    }
+
+    /// Removes every entry, queued writes included, and commits (on the writer).
+    func removeAll() throws {
+        try env.writer.sync {
+            drain()
+            try env.write { txn in
+                try txn.empty(db.records)
+                try txn.empty(db.lastAccess)
+                try txn.empty(db.access)
+                try txn.empty(db.expiry)
+                try Totals().save(txn, db.info)
+            }
+        }
+    }
+
+    /// Queued writes dropped so far because their batch could not be committed.
+    var droppedWriteCount: Int { droppedWrites.load(ordering: .relaxed) }
+}
