@@ -44,7 +44,7 @@ public final class ProgressBar: @unchecked Sendable {
         let width = 24
         let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 0
         let filled = Int(fraction * Double(width))
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.timeInterval
         let rate = seconds > 0 ? Double(done) / seconds : 0
         var text = "\(label) [" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
         text += "] \(Int(fraction * 100))% \(done)/\(total)"

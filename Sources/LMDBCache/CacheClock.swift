@@ -41,20 +41,6 @@ public struct CacheClock: Sendable {
     }
 }
 
-extension Duration {
-    /// Whole milliseconds, rounded down; negative durations count as zero, and durations past
-    /// `UInt64.max` milliseconds (`.seconds(Int64.max)`, the usual "forever") as `UInt64.max`.
-    @inlinable
-    var milliseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0 else { return 0 }
-        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000)
-        // With seconds >= 0, attoseconds lie in 0..<10^18: at most 999 more milliseconds.
-        let fraction = UInt64(max(0, attoseconds) / 1_000_000_000_000_000)
-        return overflow ? .max : whole.addingSaturating(fraction)
-    }
-}
-
 extension UInt64 {
     /// `self + other`, or `UInt64.max` when the sum does not fit: deadlines built from untrusted
     /// or "forever" durations stay in range.
@@ -62,6 +48,13 @@ extension UInt64 {
     func addingSaturating(_ other: UInt64) -> UInt64 {
         let (sum, overflow) = addingReportingOverflow(other)
         return overflow ? .max : sum
+    }
+
+    /// The time an entry last used before is idle for `age` or longer, `self` being now: the one
+    /// age cut-off of both tiers' trims (0 when it would lie before 1970).
+    @inlinable
+    func cutoff(forAge age: Duration) -> UInt64 {
+        subtractingSaturating(age.milliseconds)
     }
 
     /// `self - other`, or 0 when `other` is larger: a cut-off that would lie before 1970.

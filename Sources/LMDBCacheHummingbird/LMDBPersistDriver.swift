@@ -45,7 +45,7 @@ public final class LMDBPersistDriver: PersistDriver {
     /// - Throws: what `DiskCache.init(directory:configuration:logger:)` throws.
     public init(
         directory: URL, configuration: DiskCache.Configuration = .init(),
-        logger: Logger = Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = .lmdbCacheDefault
     ) throws {
         disk = try DiskCache(directory: directory, configuration: configuration, logger: logger)
     }

@@ -15,7 +15,7 @@ struct Clear: ParsableCommand {
             if !yes {
                 // Asked before anything opens the store for writing: a declined clear changes
                 // nothing (a writing open would upgrade the format and touch the lock file).
-                let reader = try CacheDirectory.openForReading(common.path)
+                let reader = try TargetDirectory.openForReading(common.path)
                 let count = reader.totalCount
                 reader.close()
                 FileHandle.standardError.write(
@@ -27,7 +27,7 @@ struct Clear: ParsableCommand {
                     throw DumpFailure(.cancelled, "nothing removed")
                 }
             }
-            let disk = try CacheDirectory.openForWriting(common.path)
+            let disk = try TargetDirectory.openForWriting(common.path)
             defer { disk.close() }
             let count = disk.totalCount
             try disk.removeAll()

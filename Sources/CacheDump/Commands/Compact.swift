@@ -11,7 +11,7 @@ struct Compact: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let disk = try CacheDirectory.openForWriting(common.path)
+            let disk = try TargetDirectory.openForWriting(common.path)
             defer { disk.close() }
             let before = disk.fileSize
             let statistics = try disk.storeStatistics()

@@ -24,7 +24,7 @@ struct Export: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let disk = try CacheDirectory.openForReading(common.path)
+            let disk = try TargetDirectory.openForReading(common.path)
             defer { disk.close() }
             // A file given with --output is removed again if the export fails before the end.
             let file = try output.map { try OutputFile($0, replacing: force) }

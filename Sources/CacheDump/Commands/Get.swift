@@ -26,7 +26,7 @@ struct Get: ParsableCommand {
     func run() throws {
         try reporting {
             let bytes = try keys.bytes(key)
-            let disk = try CacheDirectory.openForReading(common.path)
+            let disk = try TargetDirectory.openForReading(common.path)
             defer { disk.close() }
             guard let entry = try disk.storedEntry(forKey: bytes) else {
                 throw DumpFailure(.keyNotFound, "no entry for key \(displayKey(bytes))")

@@ -53,7 +53,7 @@ struct Import: ParsableCommand {
 
             // Second pass: the same lines again, written.
             var writing = try source.writingLines()
-            let disk = try CacheDirectory.openForWriting(common.path, creating: true)
+            let disk = try TargetDirectory.openForWriting(common.path, creating: true)
             defer { disk.close() }
             let progress = ProgressBar("import", total: entries, quiet: common.quiet)
             defer { progress.finish() }

@@ -31,7 +31,7 @@ struct List: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let disk = try CacheDirectory.openForReading(common.path)
+            let disk = try TargetDirectory.openForReading(common.path)
             defer { disk.close() }
             let entries = try collect(disk)
             if json {

@@ -26,7 +26,7 @@ struct Put: ParsableCommand {
             } catch {
                 throw DumpFailure(.badInput, "cannot read \(file ?? "standard input"): \(error.localizedDescription)")
             }
-            let disk = try CacheDirectory.openForWriting(common.path)
+            let disk = try TargetDirectory.openForWriting(common.path)
             defer { disk.close() }
             try disk.setData(value, forKey: bytes, expiresAfter: expiresAfter?.duration)
             try disk.flush()

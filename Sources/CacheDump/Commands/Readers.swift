@@ -20,7 +20,7 @@ struct Readers: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let disk = try CacheDirectory.openForReading(common.path)
+            let disk = try TargetDirectory.openForReading(common.path)
             defer { disk.close() }
             let slots = try disk.readerSlots().filter { $0.processID != getpid() }
             let commands = try Self.commands(slots, disk)

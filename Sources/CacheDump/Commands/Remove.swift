@@ -18,7 +18,7 @@ struct Remove: ParsableCommand {
     func run() throws {
         try reporting {
             let all = try keyList.map(keys.bytes)
-            let disk = try CacheDirectory.openForWriting(common.path)
+            let disk = try TargetDirectory.openForWriting(common.path)
             defer { disk.close() }
             var removed = 0
             var missing = 0

@@ -12,7 +12,7 @@ struct Stats: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let disk = try CacheDirectory.openForReading(common.path)
+            let disk = try TargetDirectory.openForReading(common.path)
             defer { disk.close() }
             let stats = try disk.storeStatistics()
             if json {

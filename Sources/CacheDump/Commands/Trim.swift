@@ -25,7 +25,7 @@ struct Trim: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let disk = try CacheDirectory.openForWriting(common.path)
+            let disk = try TargetDirectory.openForWriting(common.path)
             defer { disk.close() }
             let before = (count: disk.totalCount, bytes: disk.totalCost)
             let target = min(count ?? before.count, before.count)

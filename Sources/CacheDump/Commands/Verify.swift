@@ -19,7 +19,7 @@ struct Verify: ParsableCommand {
             let format = OutputFormatting.self
             let report: VerificationReport
             if repair {
-                let disk = try CacheDirectory.openForWriting(common.path)
+                let disk = try TargetDirectory.openForWriting(common.path)
                 defer { disk.close() }
                 let found = try check(disk)
                 for problem in found.problems { Console.write(problem + "\n") }
@@ -35,7 +35,7 @@ struct Verify: ParsableCommand {
                 report = try check(disk)
                 for problem in report.problems { Console.write("still: " + problem + "\n") }
             } else {
-                let disk = try CacheDirectory.openForReading(common.path)
+                let disk = try TargetDirectory.openForReading(common.path)
                 defer { disk.close() }
                 report = try check(disk)
                 for problem in report.problems { Console.write(problem + "\n") }

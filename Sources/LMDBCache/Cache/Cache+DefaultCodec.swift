@@ -26,7 +26,7 @@ extension Cache where Value: Codable {
     ///
     /// - Throws: what ``init(directory:configuration:logger:removalListener:)`` throws.
     public convenience init(
-        directory: URL, logger: Logger = Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() }),
+        directory: URL, logger: Logger = .lmdbCacheDefault,
         removalListener: RemovalListener? = nil
     ) throws {
         try self.init(
@@ -42,7 +42,7 @@ extension Cache where Value: Codable {
     ///
     /// - Throws: what ``init(name:configuration:logger:removalListener:)`` throws.
     public convenience init(
-        name: String, logger: Logger = Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() }),
+        name: String, logger: Logger = .lmdbCacheDefault,
         removalListener: RemovalListener? = nil
     ) throws {
         try self.init(name: name, configuration: .standard, logger: logger, removalListener: removalListener)

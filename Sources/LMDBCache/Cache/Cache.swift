@@ -64,7 +64,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// - Throws: what ``DiskCache/init(directory:configuration:logger:)`` throws.
     public init(
         directory: URL, configuration: Configuration,
-        logger: Logger = Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() }),
+        logger: Logger = .lmdbCacheDefault,
         removalListener: RemovalListener? = nil
     ) throws {
         self.configuration = configuration
@@ -91,7 +91,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// A memory-only cache: the same API without a disk tier.
     public init(
         memory configuration: MemoryCache<Key, Value>.Configuration,
-        logger: Logger = Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() }),
+        logger: Logger = .lmdbCacheDefault,
         removalListener: RemovalListener? = nil
     ) {
         self.configuration = Configuration(memory: configuration, codec: UnusedCodec())

@@ -35,7 +35,7 @@ public final class DiskCache: Sendable {
     ///   the configuration says to fail, ``CacheError/unsupportedFormat(path:found:supported:)``.
     public init(
         directory: URL, configuration: Configuration = .init(),
-        logger: Logger = Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = .lmdbCacheDefault
     ) throws {
         let path = directory.standardizedFileURL.path
         self.directory = directory
@@ -216,7 +216,7 @@ public final class DiskCache: Sendable {
     /// - Complexity: O(k log n) for k entries removed; done in transactions of at most 256 removals.
     public func trim(toAge age: Duration) throws {
         let now = configuration.clock.milliseconds
-        try trim(DiskStore.TrimPlan(accessedBefore: now.subtractingSaturating(age.milliseconds)))
+        try trim(DiskStore.TrimPlan(accessedBefore: now.cutoff(forAge: age)))
     }
 
     /// Removes expired entries only.

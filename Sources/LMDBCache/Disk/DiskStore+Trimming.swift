@@ -185,7 +185,7 @@ extension DiskStore {
         let plan = TrimPlan(
             count: limits.count.flatMap { totals.count > $0 ? targets.count : nil },
             cost: limits.cost.flatMap { totals.bytes > $0 ? targets.cost : nil },
-            accessedBefore: ageLimit.map { now.subtractingSaturating($0.milliseconds) })
+            accessedBefore: ageLimit.map { now.cutoff(forAge: $0) })
         return try commitQueueAndTrim(plan, now: now)
     }
 }

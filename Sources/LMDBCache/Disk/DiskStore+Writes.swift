@@ -240,8 +240,7 @@ extension DiskStore {
                 return !scheduled
             })
         else { return }
-        let seconds = Double(syncInterval.components.seconds) + Double(syncInterval.components.attoseconds) / 1e18
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+        DispatchQueue.global().asyncAfter(deadline: .now() + syncInterval.timeInterval) { [self] in
             env.writer.async { [self] in
                 syncScheduled.withLock { $0 = false }
                 do {

@@ -64,7 +64,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         if configuration.automaticTrimming {
             let scheduler = TrimScheduler(
                 tier: .memory, interval: configuration.autoTrimInterval,
-                logger: logger ?? Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() })
+                logger: logger ?? .lmdbCacheDefault
             ) { [weak self] in self?.trimPass() ?? 0 }
             self.scheduler.withLock { $0 = scheduler }
         }
@@ -253,7 +253,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// - Complexity: O(n) for the expiry scan, plus O(1) per removal.
     public func trim(toAge age: Duration) {
         let now = clock.milliseconds
-        let cutoff = now.subtractingSaturating(age.milliseconds)
+        let cutoff = now.cutoff(forAge: age)
         forEachShard(now: now) { shard, _, now, removed in
             shard.trim(count: nil, cost: nil, accessedBefore: cutoff, now: now, removed: &removed)
         }
@@ -279,8 +279,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @discardableResult
     func trimPass() -> Int {
         let now = clock.milliseconds
-        let age = configuration.ageLimit?.milliseconds
-        let cutoff = age.map { now.subtractingSaturating($0) }
+        let cutoff = configuration.ageLimit.map { now.cutoff(forAge: $0) }
         var total = 0
         for index in 0..<shards.count {
             var start = 0

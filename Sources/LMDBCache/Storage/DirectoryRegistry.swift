@@ -108,9 +108,9 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: @unchecked Sendable
     /// When a wait of `timeout` from now ends; nil for a timeout so long (past about three years)
     /// that it means "no limit": Foundation's timed wait cannot represent dates centuries ahead.
     private static func deadline(_ timeout: Duration) -> Date? {
-        let (seconds, attoseconds) = timeout.components
+        let seconds = timeout.timeInterval
         guard seconds < 100_000_000 else { return nil }
-        return Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
+        return Date(timeIntervalSinceNow: seconds)
     }
 
     /// Ends an `opening` or `closing` state and wakes the opens waiting for it.

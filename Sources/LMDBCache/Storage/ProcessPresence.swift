@@ -66,8 +66,8 @@ final class ProcessPresence: @unchecked Sendable {
 
     /// Sleeps for `duration` (a lock poll's pause; never used to wait for a result).
     private static func pause(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        let nanoseconds = duration.nanoseconds
+        var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
         var remaining = timespec()
         while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
     }

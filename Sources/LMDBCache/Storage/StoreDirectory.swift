@@ -54,7 +54,8 @@ final class StoreDirectory: Sendable {
             throw CacheError.directoryUnavailable(
                 path: path, reason: existing && errno == ENOENT ? "no such directory" : errnoText())
         }
-        if link.st_mode & S_IFMT == S_IFLNK && link.st_uid != geteuid() && link.st_uid != 0 {
+        let isLink = link.st_mode & S_IFMT == S_IFLNK
+        if isLink && link.st_uid != geteuid() && link.st_uid != 0 {
             throw CacheError.directoryUnavailable(
                 path: path,
                 reason: "it is a symbolic link that belongs to uid \(link.st_uid), not to this process's uid "
@@ -62,7 +63,7 @@ final class StoreDirectory: Sendable {
         }
         // Only a link this user or root made is followed (the parent, checked above, is not
         // writable by others, so the link cannot be swapped either).
-        let follow = link.st_mode & S_IFMT == S_IFLNK ? 0 : O_NOFOLLOW
+        let follow = isLink ? 0 : O_NOFOLLOW
         let opened = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | follow)
         guard opened >= 0 else {
             let reason = errno == ENOTDIR ? "a file that is not a directory is in the way" : errnoText()

@@ -26,7 +26,7 @@ public struct CacheTrimmingService<Key: CacheKey, Value: Sendable>: Service {
     /// A service that trims `cache`, then flushes and closes it at graceful shutdown.
     public init(
         cache: Cache<Key, Value>,
-        logger: Logger = Logger(label: "LMDBCache", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = .lmdbCacheDefault
     ) {
         self.cache = cache
         self.logger = logger
@@ -41,7 +41,7 @@ public struct CacheTrimmingService<Key: CacheKey, Value: Sendable>: Service {
         let passCompleted = passCompleted
         _ = await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
-                let memory = TrimPass(tier: .memory, logger: logger)
+                let memory = TrimPassRecorder(tier: .memory, logger: logger)
                 group.addTask {
                     await Self.repeatEvery(cache.configuration.memory.autoTrimInterval) {
                         memory.run { cache.memory.trimPass() }
@@ -49,7 +49,7 @@ public struct CacheTrimmingService<Key: CacheKey, Value: Sendable>: Service {
                     }
                 }
                 if let disk = cache.disk {
-                    let pass = TrimPass(tier: .disk, logger: logger)
+                    let pass = TrimPassRecorder(tier: .disk, logger: logger)
                     group.addTask {
                         await Self.repeatEvery(disk.configuration.autoTrimInterval) {
                             pass.run { disk.trimPass() }

@@ -18,11 +18,11 @@ final class TrimScheduler: @unchecked Sendable {
     /// Starts running `pass` every `interval` (the first one `interval` from now). `pass` returns
     /// how many entries it removed; each pass is counted, timed and logged at debug level.
     init(tier: CacheTier, interval: Duration, logger: Logger, pass: @escaping @Sendable () -> Int) {
-        let recorder = TrimPass(tier: tier, logger: logger)
+        let recorder = TrimPassRecorder(tier: tier, logger: logger)
         queue = DispatchQueue(label: "LMDBCache.TrimScheduler.\(tier.rawValue)")
         queue.setSpecific(key: key, value: ())
         timer = DispatchSource.makeTimerSource(queue: queue)
-        let nanoseconds = Self.nanoseconds(of: Self.effectiveInterval(interval))
+        let nanoseconds = Int(Self.effectiveInterval(interval).nanoseconds)
         timer.schedule(
             deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds),
             leeway: .nanoseconds(nanoseconds / 10))
@@ -47,12 +47,6 @@ final class TrimScheduler: @unchecked Sendable {
     /// tiers' schedulers and ``CacheTrimmingService`` run at.
     static func effectiveInterval(_ interval: Duration) -> Duration {
         min(max(interval, minimumInterval), maximumInterval)
-    }
-
-    /// Whole nanoseconds of an interval within the bounds above (well inside `Int`).
-    private static func nanoseconds(of interval: Duration) -> Int {
-        let (seconds, attoseconds) = interval.components
-        return Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
     }
 
     /// Stops the timer and waits for a running pass to end (unless called from the pass itself).

@@ -3,7 +3,7 @@ import Metrics
 
 /// Counts, times and logs the trim passes of one tier, whoever runs them (the tier's own
 /// ``TrimScheduler`` or a ``CacheTrimmingService``).
-struct TrimPass: Sendable {
+struct TrimPassRecorder: Sendable {
     let tier: CacheTier
     private let passes: Counter
     private let duration: Metrics.Timer
@@ -22,8 +22,7 @@ struct TrimPass: Sendable {
         let removed = pass()
         let elapsed = ContinuousClock.now - start
         passes.increment()
-        duration.recordNanoseconds(
-            elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+        duration.recordNanoseconds(elapsed.nanoseconds)
         logger.debug(
             "LMDBCache trim pass",
             metadata: ["tier": "\(tier.rawValue)", "removed": "\(removed)", "duration": "\(elapsed)"])

@@ -4,7 +4,7 @@ import LMDBCache
 /// Opens the cache directory a command names, after the checks every command makes: the path is
 /// a directory holding a store, and none of the store's files is a symbolic link (the tool never
 /// follows one out of the cache directory).
-enum CacheDirectory {
+enum TargetDirectory {
     /// The files and folders LMDBCache keeps in a cache directory.
     static let storeFiles = StoreFiles.regular + [StoreFiles.compactionFolder]
 
