@@ -18,7 +18,7 @@ let fuzzTargets: [Target] = ((try? FileManager.default.contentsOfDirectory(atPat
 
 // Linux only. The library uses Glibc, Linux's open-file-description locks (F_OFD_SETLK),
 // /proc/self/fd to reach an opened directory, /proc/sys/kernel/random/boot_id, and Debian's
-// liblmdb-dev and zlib1g-dev through system-library targets. So it names no Apple platform: a
+// liblmdb-dev and libdeflate-dev through system-library targets. So it names no Apple platform: a
 // `platforms` line would claim a macOS build that does not exist.
 let package = Package(
     name: "LMDBCache",
@@ -57,16 +57,16 @@ let package = Package(
             providers: [.apt(["liblmdb-dev"])]
         ),
         .systemLibrary(
-            name: "CZlib",
-            path: "CShims/CZlib",
-            pkgConfig: "zlib",
-            providers: [.apt(["zlib1g-dev"])]
+            name: "CDeflate",
+            path: "CShims/CDeflate",
+            pkgConfig: "libdeflate",
+            providers: [.apt(["libdeflate-dev"])]
         ),
         .target(
             name: "LMDBCache",
             dependencies: [
                 "CLMDB",
-                "CZlib",
+                "CDeflate",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -50,7 +50,8 @@ extension DiskCache {
         /// Values of at least this many bytes are deflated (and kept so only when smaller);
         /// nil stores every value as it is. Default 512.
         public var compressionThreshold: Int? = 512
-        /// zlib level, 1 (fastest) to 9 (smallest). Default 1.
+        /// DEFLATE level, 1 (fastest) to 9 (smallest); other values are taken as the nearest of
+        /// these. Default 1.
         public var compressionLevel: Int = 1
         /// When a write counts as done. Default ``Durability/batched``.
         public var durability: Durability = .batched

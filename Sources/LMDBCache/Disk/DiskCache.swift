@@ -120,7 +120,7 @@ public final class DiskCache: Sendable {
             Record.encode(
                 value: bytes, key: storageKey, now: now, expires: expires,
                 threshold: configuration.compressionThreshold,
-                level: Int32(configuration.compressionLevel))
+                level: configuration.compressionLevel)
         }
         let cost = Totals.cost(keyLength: storageKey.bytes.count, recordLength: record.count)
         if let limit = configuration.costLimit, cost > limit {

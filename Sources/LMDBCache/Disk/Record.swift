@@ -104,7 +104,7 @@ package struct Record {
     /// compression off.
     package static func encode(
         value: UnsafeRawBufferPointer, key: StorageKey, now: UInt64, expires: UInt64,
-        threshold: Int?, level: Int32
+        threshold: Int?, level: Int
     ) -> [UInt8] {
         let fullKey = key.fullKey
         let tag = keyTag(key.bytes)
@@ -115,8 +115,8 @@ package struct Record {
             let raw = UnsafeMutableRawBufferPointer(buffer)
             let payloadArea = UnsafeMutableRawBufferPointer(rebasing: raw[payloadOffset...])
             var payloadLength = value.count
-            if let threshold, value.count >= threshold, value.count > 1, !Zlib.looksIncompressible(value),
-                let compressed = Zlib.deflate(
+            if let threshold, value.count >= threshold, value.count > 1, !Deflate.looksIncompressible(value),
+                let compressed = Deflate.deflate(
                     value, into: UnsafeMutableRawBufferPointer(rebasing: payloadArea[..<(value.count - 1)]),
                     level: level)
             {
@@ -144,13 +144,13 @@ package struct Record {
 
     /// The crc32 a record's header should carry: over everything but the checksum itself.
     static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        let head = Zlib.crc32(UnsafeRawBufferPointer(rebasing: bytes[..<Offset.checksum]))
-        return Zlib.crc32(UnsafeRawBufferPointer(rebasing: bytes[Offset.created...]), seed: head)
+        let head = Deflate.crc32(UnsafeRawBufferPointer(rebasing: bytes[..<Offset.checksum]))
+        return Deflate.crc32(UnsafeRawBufferPointer(rebasing: bytes[Offset.created...]), seed: head)
     }
 
     /// The key tag a record stored under `storedKey` carries.
     package static func keyTag(_ storedKey: [UInt8]) -> UInt16 {
-        storedKey.withUnsafeBytes { UInt16(truncatingIfNeeded: Zlib.crc32($0)) }
+        storedKey.withUnsafeBytes { UInt16(truncatingIfNeeded: Deflate.crc32($0)) }
     }
 
     /// Checks the whole record (shape and checksum) and returns its header. Says nothing of the
@@ -203,7 +203,7 @@ package struct Record {
         guard header.valueLength <= maxValueSize else { throw .decompression }
         var ok = false
         let value = [UInt8](unsafeUninitializedCapacity: header.valueLength) { buffer, count in
-            ok = Zlib.inflate(payload, into: UnsafeMutableRawBufferPointer(buffer))
+            ok = Deflate.inflate(payload, into: UnsafeMutableRawBufferPointer(buffer))
             count = ok ? header.valueLength : 0
         }
         guard ok else { throw .decompression }

@@ -1,5 +1,4 @@
 import CLMDB
-import CZlib
 import Foundation
 import Glibc
 import Logging
@@ -219,7 +218,7 @@ final class SyncedSnapshot: @unchecked Sendable {
     }
 
     private static func checksum(_ bytes: [UInt8]) -> UInt {
-        bytes.withUnsafeBufferPointer { crc32(0, $0.baseAddress, UInt32($0.count)) }
+        UInt(bytes.withUnsafeBytes { Deflate.crc32($0) })
     }
 
     private func unavailable(_ what: String) -> CacheError {

@@ -85,4 +85,48 @@ struct DiskCacheRoundTripTests {
         try disk.flush()
         #expect(disk.totalCost == Record.headerSize + 1 + value.count)
     }
+
+    @Test("any compression level works: outside 1...9 the nearest level is used, never a crash",
+        arguments: [Int.min, -1, 0, 1, 9, 10, 13, Int.max])
+    func compressionLevelClamped(level: Int) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        var configuration = DiskCache.Configuration()
+        configuration.compressionLevel = level
+        let disk = try DiskCache(directory: dir.url, configuration: configuration)
+        defer { disk.close() }
+        let value = sampleBytes(count: 4_096, compressible: true)
+        try disk.setData(value, forKey: "k")
+        try disk.flush()
+        #expect(disk.totalCost < value.count / 2, "deflated at level \(level)")
+        #expect(try disk.data(forKey: "k") == value)
+    }
+
+    /// 536 bytes of JSON, deflated raw by zlib 1.2 at level 1 (Python's `zlib.compressobj(1,
+    /// zlib.DEFLATED, -15)`), as versions before libdeflate wrote their records.
+    static let zlibText = Array(
+        String(repeating: #"{"id":12345,"name":"alpha","tags":["beta","gamma"],"value":3.14159}"#, count: 8).utf8)
+    static let zlibDeflated: [UInt8] = [
+        0xab, 0x56, 0xca, 0x4c, 0x51, 0xb2, 0x32, 0x34, 0x32, 0x36, 0x31, 0xd5, 0x51, 0xca, 0x4b, 0xcc, 0x4d, 0x55,
+        0xb2, 0x52, 0x4a, 0xcc, 0x29, 0xc8, 0x48, 0x54, 0xd2, 0x51, 0x2a, 0x49, 0x4c, 0x2f, 0x56, 0xb2, 0x8a, 0x56,
+        0x4a, 0x4a, 0x2d, 0x01, 0x71, 0xd3, 0x13, 0x73, 0x73, 0x13, 0x95, 0x62, 0x75, 0x94, 0xca, 0x12, 0x73, 0x4a,
+        0x81, 0xea, 0x8c, 0xf5, 0x0c, 0x4d, 0x0c, 0x4d, 0x2d, 0x6b, 0xab, 0x47, 0x8d, 0x18, 0x7e, 0x61, 0x01, 0x00,
+    ]
+
+    @Test("a payload zlib deflated reads as before; a stream cut short, with bytes after its end, or of another length is refused")
+    func zlibPayloadsRead() {
+        func inflate(_ input: [UInt8], length: Int) -> [UInt8]? {
+            var output = [UInt8](repeating: 0, count: length)
+            let ok = input.withUnsafeBytes { input in
+                output.withUnsafeMutableBytes { Deflate.inflate(input, into: $0) }
+            }
+            return ok ? output : nil
+        }
+        #expect(inflate(Self.zlibDeflated, length: Self.zlibText.count) == Self.zlibText)
+        #expect(Self.zlibText.withUnsafeBytes { Deflate.crc32($0) } == 2_569_277_949, "zlib's crc32 of the text")
+        #expect(inflate(Array(Self.zlibDeflated.dropLast(3)), length: Self.zlibText.count) == nil)
+        #expect(inflate(Self.zlibDeflated + [0], length: Self.zlibText.count) == nil)
+        #expect(inflate(Self.zlibDeflated, length: Self.zlibText.count - 1) == nil)
+        #expect(inflate(Self.zlibDeflated, length: Self.zlibText.count + 1) == nil)
+    }
 }
