@@ -59,8 +59,10 @@ extension DiskCache {
         public var initialMapSize: Int = 64 << 20
         /// What to do when the store's file is damaged on open. Default: move it aside, start empty.
         public var damagedStore: DamagedStorePolicy = .recreate
-        /// A read records its access time (for LRU order) only when the recorded one is at least
-        /// this old, bounding the writes reads cause. Default 1 s.
+        /// The least a read lets an entry's recorded use lag before it records a new one (for LRU
+        /// order). A read records a use only when the one on record is older than this, than an
+        /// eighth of the store's access span (from its least recently used entry to now) and than
+        /// an eighth of ``ageLimit``, whichever of the last two is smaller. Default 1 s.
         public var accessTimeGranularity: Duration = .seconds(1)
         /// Queued bytes above which `setData` waits for the writer. Default 64 MiB.
         public var maxPendingBytes: Int = 64 << 20

@@ -46,7 +46,7 @@ extension DiskCache {
         let storageKey = try StorageKey(key)
         try write(value, forKey: key, now: created, expires: expires ?? 0)
         if accessed > created {
-            try withStore { $0.recordAccess(storageKey, at: accessed, previous: created) }
+            try withStore { $0.recordAccess(storageKey, at: accessed, created: created) }
         }
     }
 

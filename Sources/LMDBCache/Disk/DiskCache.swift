@@ -155,10 +155,11 @@ public final class DiskCache: Sendable {
             switch try store.lookUp(storageKey, now: now) {
             case .miss:
                 return nil
-            case .hit(let value, let accessed, let expires, let record):
-                if now >= accessed.addingSaturating(configuration.accessTimeGranularity.milliseconds), now > accessed {
-                    store.recordAccess(storageKey, at: now, previous: accessed)
-                }
+            case .hit(let value, let created, let expires, let record):
+                store.noteRead(
+                    storageKey, created: created, now: now,
+                    granularity: configuration.accessTimeGranularity.milliseconds,
+                    ageLimit: configuration.ageLimit?.milliseconds)
                 return (value, expires, record)
             case .damaged(let damage):
                 store.reportDamage(storageKey, damage)

@@ -3,9 +3,9 @@ extension DiskStore {
     /// What a lookup found.
     enum Lookup {
         case miss
-        /// The value, when the entry was last accessed, when it expires (0 for never), and the
+        /// The value, when its record was written, when it expires (0 for never), and the
         /// identity of its record.
-        case hit([UInt8], accessed: UInt64, expires: UInt64, record: RecordIdentity)
+        case hit([UInt8], created: UInt64, expires: UInt64, record: RecordIdentity)
         case damaged(Record.Damage)
     }
 
@@ -19,7 +19,7 @@ extension DiskStore {
             return try record.withUnsafeBytes { bytes -> Lookup in
                 guard let found = try Record.read(bytes, key: key, now: now) else { return .miss }
                 return .hit(
-                    found.value, accessed: found.header.created, expires: found.header.expires,
+                    found.value, created: found.header.created, expires: found.header.expires,
                     record: RecordIdentity(bytes)!)
             }
         }
@@ -32,9 +32,31 @@ extension DiskStore {
                 return .damaged(error)
             }
             guard let found else { return .miss }
-            let accessed = try db.lastAccess(txn, key.bytes, created: found.header.created)
-            return .hit(found.value, accessed: accessed, expires: found.header.expires, record: RecordIdentity(bytes)!)
+            return .hit(
+                found.value, created: found.header.created, expires: found.header.expires,
+                record: RecordIdentity(bytes)!)
         }
+    }
+
+    /// Records a read at `now` of the entry under `key`, whose record was written at `created`,
+    /// when the use on record is old enough to matter (``RecentAccesses``): the entry's order then
+    /// moves with the writer's next batch. `granularity` and `ageLimit` (milliseconds) are the
+    /// reading handle's.
+    func noteRead(_ key: StorageKey, created: UInt64, now: UInt64, granularity: UInt64, ageLimit: UInt64?) {
+        let oldest = oldestAccess.load(ordering: .relaxed)
+        let threshold = RecentAccesses.threshold(
+            granularity: granularity, span: oldest == 0 ? 0 : now.subtractingSaturating(oldest), ageLimit: ageLimit)
+        if recentAccesses.shouldRecord(key, created: created, now: now, threshold: threshold) {
+            recordAccess(key, at: now, created: created)
+        }
+    }
+
+    /// Notes the time of the store's least recently used entry (the access index's first key),
+    /// which sets the span reads measure their precision against. The writer calls it in each
+    /// commit and trim; opening reads it once.
+    func noteOldestAccess(_ txn: some TransactionReading) throws {
+        guard let first = try txn.firstKey(db.access) else { return }
+        oldestAccess.store(DiskDatabases.parseIndexKey(first).time, ordering: .relaxed)
     }
 
     /// True when a live value is stored under `key` at `now`, queued or committed. Reads the

@@ -39,6 +39,7 @@ extension DiskStore {
                     if observed { evicted.append(eviction) }
                 }
                 if totals != before { try totals.save(txn, db.info) }
+                try noteOldestAccess(txn)
                 return (done, before.count - totals.count)
             }
             removedTotal += done.1

@@ -22,7 +22,12 @@ extension DiskStore {
             try waitUntil { $0.queuedBytes <= maxPendingBytes }
         }
         let (sequence, schedule) = queued!
-        if schedule { startDrain() }
+        // A synchronous write waits for its commit anyway: with the writer idle, the caller
+        // commits and syncs on its own thread, sparing two thread hand-offs, and leaves what
+        // others queued meanwhile to the writer.
+        if schedule, !synchronous || env.writer.runHereIfIdle({ commitUntilSynced(sequence) }) != false {
+            startDrain()
+        }
         if synchronous {
             try waitUntil { $0.syncedThrough >= sequence }
             if let error = state.withLock({ $0.takeSynchronousResult(sequence) }) { throw error }
@@ -50,10 +55,11 @@ extension DiskStore {
         return state.withLock { $0.pending(key) }
     }
 
-    /// Buffers a read's access time; the writer records it with its next batch.
-    func recordAccess(_ key: StorageKey, at time: UInt64, previous: UInt64) {
+    /// Buffers a use at `time` of the entry whose record was written at `created`; the writer
+    /// records it with its next batch.
+    func recordAccess(_ key: StorageKey, at time: UInt64, created: UInt64) {
         let schedule = state.withLock { pending in
-            pending.recordAccess(key, at: time, previous: previous, limit: Self.maxBufferedAccesses)
+            pending.recordAccess(key, at: time, created: created, limit: Self.maxBufferedAccesses)
             return pending.accessCount >= Self.accessBatchSize && scheduleDrain(&pending)
         }
         if schedule { startDrain() }
@@ -104,6 +110,16 @@ extension DiskStore {
     /// Commits batches until the queue is empty. Runs on the writer thread.
     func drain() {
         while commitNextBatch(enforcingLimits: true) != nil {}
+    }
+
+    /// Commits batches until write `sequence` is committed and synced; true when the queue still
+    /// holds work (the drain stays scheduled, for the writer to take over). Runs on the writer
+    /// thread or in its place.
+    private func commitUntilSynced(_ sequence: UInt64) -> Bool {
+        while state.withLock({ $0.syncedThrough < sequence }) {
+            if commitNextBatch(enforcingLimits: true) == nil { return false }
+        }
+        return true
     }
 
     /// What committing a batch left to do.
@@ -291,15 +307,20 @@ extension DiskStore {
             totals.count += 1
             totals.bytes += Totals.cost(keyLength: write.key.bytes.count, recordLength: record.count)
         }
-        // Three small writes an access, no record read: the index entry for the time the reader
-        // saw is moved; if it is gone, the entry changed since and the access is dropped.
-        for (key, update) in batch.accesses where update.previous < update.time {
-            guard try txn.delete(db.access, DiskDatabases.indexKey(time: update.previous, key: key.bytes)) else {
-                continue
-            }
+        // One lookup and three small writes an access, no record read: the entry's index entry
+        // (its recorded last access, else the write time the reader saw) is moved; if it is gone,
+        // the entry changed since and the access is dropped.
+        var moved = 0
+        for (key, update) in batch.accesses {
+            let accessed = try db.lastAccess(txn, key.bytes, created: update.created)
+            guard accessed < update.time,
+                try txn.delete(db.access, DiskDatabases.indexKey(time: accessed, key: key.bytes))
+            else { continue }
             try withUnsafeBytes(of: update.time.littleEndian) { try txn.put(db.lastAccess, key.bytes, $0) }
             try txn.put(db.access, DiskDatabases.indexKey(time: update.time, key: key.bytes), [])
+            moved += 1
         }
+        accessUpdates.increment(by: moved)
         for key in batch.damaged {
             guard let bytes = try txn.get(db.records, key.bytes) else { continue }
             if (try? Record.validate(bytes, storedKey: key.bytes)) == nil {
@@ -313,6 +334,7 @@ extension DiskStore {
             try removeEntry(key.bytes, txn, &totals)
         }
         if totals != before { try totals.save(txn, db.info) }
+        try noteOldestAccess(txn)
         return (totals, totals.bytes - before.bytes)
     }
 

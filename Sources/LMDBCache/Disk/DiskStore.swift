@@ -19,7 +19,7 @@ import Synchronization
 //
 // A write, `cache["k"] = v`:
 //   Cache/Cache.swift           `insert` encodes with the codec, then
-//   Disk/DiskCache.swift        `prepareWrite` builds the record (Record.swift, Zlib.swift);
+//   Disk/DiskCache.swift        `prepareWrite` builds the record (Record.swift, Deflate.swift);
 //                               under the key's lock the memory tier is set and `enqueue` called.
 //   Disk/DiskStore+Writes.swift `enqueue` adds it to PendingWrites and wakes the writer thread
 //                               (Storage/WriterThread.swift), which runs `drain`: each batch is one
@@ -66,6 +66,13 @@ final class DiskStore: Sendable {
     /// Queued writes dropped because their batch failed (a full disk), for ``Cache/statistics``.
     let droppedWrites = Atomic<Int>(0)
     let evictionMetrics = DiskEvictionMetrics()
+    /// Access updates committed: each moves one entry in the access order (three small writes).
+    let accessUpdates = Counter(label: "lmdbcache_disk_access_updates_total")
+    /// The uses of entries this process recorded lately (``noteRead(_:created:now:granularity:ageLimit:)``).
+    let recentAccesses = RecentAccesses()
+    /// The last access time of the store's least recently used entry as of the last commit, trim
+    /// or open (milliseconds since 1970; 0 for an empty store).
+    let oldestAccess = Atomic<UInt64>(0)
 
     /// Most writes committed in one transaction.
     static let maxBatchWrites = 1_000
@@ -114,7 +121,10 @@ final class DiskStore: Sendable {
             // A read first: an open of a store in the current format takes no write transaction,
             // so another process holding LMDB's writer lock (a stopped `cache-dump put`) cannot
             // hold it up.
-            let stored = try env.read { txn in try Totals.load(txn, db.info, Totals.formatKey) }
+            let stored = try env.read { txn in
+                try noteOldestAccess(txn)
+                return try Totals.load(txn, db.info, Totals.formatKey)
+            }
             try checkFormat(stored)
             if !isReadOnly && stored < UInt64(Record.formatVersion) {
                 try env.writer.sync {

@@ -46,12 +46,13 @@ struct QueuedWrite: Sendable {
     }
 }
 
-/// A read's note that an entry was used at `time`, when its recorded last access was `previous`.
+/// A read's note that an entry was used at `time`, when its record was written at `created`.
 struct AccessUpdate: Sendable, Equatable {
     var time: UInt64
-    /// The last access the reader saw; the writer moves the index entry for exactly this time, so
-    /// an entry rewritten or removed in the meantime is left alone.
-    let previous: UInt64
+    /// The write time of the record the reader saw. The writer finds the entry's index entry from
+    /// it (its recorded last access, else this) and moves exactly that one, so an entry rewritten
+    /// or removed in the meantime is left alone.
+    let created: UInt64
 }
 
 /// What the writer commits in one transaction.
@@ -125,16 +126,16 @@ struct PendingWrites {
 
     /// Buffers an access time. Beyond `limit` buffered keys new ones are dropped: access order on
     /// disk is then a little less exact, and memory stays bounded when reads outrun the writer.
-    mutating func recordAccess(_ key: StorageKey, at time: UInt64, previous: UInt64, limit: Int) {
+    mutating func recordAccess(_ key: StorageKey, at time: UInt64, created: UInt64, limit: Int) {
         if !newest.isEmpty, newest[key] != nil {
-            var waiting = accessesAwaitingWrite[key] ?? AccessUpdate(time: time, previous: previous)
+            var waiting = accessesAwaitingWrite[key] ?? AccessUpdate(time: time, created: created)
             waiting.time = max(waiting.time, time)
             accessesAwaitingWrite[key] = waiting
         } else if var buffered = accesses[key] {
             buffered.time = max(buffered.time, time)
             accesses[key] = buffered
         } else if accesses.count < limit {
-            accesses[key] = AccessUpdate(time: time, previous: previous)
+            accesses[key] = AccessUpdate(time: time, created: created)
         }
     }
 

@@ -6,13 +6,20 @@ import Glibc
 ///
 /// LMDB allows one write transaction at a time per environment, and a write transaction must stay
 /// on the thread that began it. Funnelling all of them through one thread makes both hold by
-/// construction, and lets callers return as soon as their work is queued.
+/// construction, and lets callers return as soon as their work is queued. A caller that must wait
+/// for its job anyway may run it on its own thread while the writer is idle
+/// (``runHereIfIdle(_:)``), saving the two thread hand-offs: LMDB's rule holds, since the writer
+/// thread runs nothing meanwhile and the job begins and ends its transactions on one thread.
 final class WriterThread: @unchecked Sendable {
     private let condition = NSCondition()
     // Guarded by `condition`.
     private var jobs: [() -> Void] = []
     private var stopping = false
     private var threadID: pthread_t?
+    /// True while the writer thread runs jobs.
+    private var busy = false
+    /// The caller's thread running a job in the writer's place, if any.
+    private var standIn: pthread_t?
     private let finished = DispatchSemaphore(value: 0)
 
     init(name: String) {
@@ -46,7 +53,31 @@ final class WriterThread: @unchecked Sendable {
     var isCurrent: Bool {
         condition.lock()
         defer { condition.unlock() }
-        return threadID.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+        let me = pthread_self()
+        return (threadID.map { pthread_equal($0, me) != 0 } ?? false)
+            || (standIn.map { pthread_equal($0, me) != 0 } ?? false)
+    }
+
+    /// Runs `job` on the calling thread in the writer's place when the writer is idle (nothing
+    /// queued, nothing running, not stopped) and returns its result; nil, without running it,
+    /// otherwise. Jobs queued meanwhile wait until it returns. On the writer thread (or inside
+    /// such a job) it just runs `job`.
+    func runHereIfIdle<T>(_ job: () throws -> T) rethrows -> T? {
+        if isCurrent { return try job() }
+        condition.lock()
+        guard jobs.isEmpty, !busy, standIn == nil, !stopping else {
+            condition.unlock()
+            return nil
+        }
+        standIn = pthread_self()
+        condition.unlock()
+        defer {
+            condition.lock()
+            standIn = nil
+            condition.broadcast()
+            condition.unlock()
+        }
+        return try job()
     }
 
     /// Queues `job`; it runs after every job queued before it. Returns false once stopped.
@@ -99,10 +130,12 @@ final class WriterThread: @unchecked Sendable {
     private func run() {
         while true {
             condition.lock()
-            while jobs.isEmpty && !stopping { condition.wait() }
+            busy = false
+            while (jobs.isEmpty && !stopping) || standIn != nil { condition.wait() }
             let batch = jobs
             jobs.removeAll(keepingCapacity: true)
             let done = stopping && batch.isEmpty
+            busy = !done
             condition.unlock()
             if done { break }
             for job in batch { job() }

@@ -88,7 +88,7 @@ struct PendingWritesTests {
     func accessesAreBounded() throws {
         var pending = PendingWrites()
         for index in 0..<100 {
-            pending.recordAccess(try StorageKey(Array("k\(index)".utf8)), at: 5, previous: 1, limit: 50)
+            pending.recordAccess(try StorageKey(Array("k\(index)".utf8)), at: 5, created: 1, limit: 50)
         }
         #expect(pending.accessCount == 50)
         let taken = pending.takeBatch(maxWrites: 10, maxBytes: 1 << 20, maxAccesses: 20)

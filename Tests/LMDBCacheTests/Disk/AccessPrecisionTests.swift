@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+
+@testable import LMDBCache
+
+@Suite("Disk access order: relative precision, writes per read")
+struct AccessPrecisionTests {
+    @Test("the threshold is an eighth of the span and of the age limit, at least the granularity, and never overflows")
+    func thresholdBounds() {
+        #expect(RecentAccesses.threshold(granularity: 1_000, span: 0, ageLimit: nil) == 1_000)
+        #expect(RecentAccesses.threshold(granularity: 1_000, span: 80_000, ageLimit: nil) == 10_000)
+        #expect(RecentAccesses.threshold(granularity: 1_000, span: 80_000, ageLimit: 16_000) == 2_000)
+        #expect(RecentAccesses.threshold(granularity: 50_000, span: 80_000, ageLimit: 16_000) == 50_000)
+        #expect(RecentAccesses.threshold(granularity: 0, span: .max, ageLimit: .max) == UInt64.max / 8)
+        #expect(RecentAccesses.threshold(granularity: .max, span: .max, ageLimit: nil) == .max)
+    }
+
+    @Test(
+        "a key's use is recorded once per threshold, a rewrite counts as a use, and keys sharing a slot only cost writes"
+    )
+    func recordsOncePerThreshold() throws {
+        let table = RecentAccesses(stripes: 1, slotsPerStripe: 1)
+        let a = try StorageKey(Array("a".utf8))
+        let b = try StorageKey(Array("b".utf8))
+        #expect(table.shouldRecord(a, created: 0, now: 5_000, threshold: 1_000))
+        #expect(!table.shouldRecord(a, created: 0, now: 5_999, threshold: 1_000), "recorded 999 ms ago")
+        #expect(table.shouldRecord(a, created: 0, now: 6_000, threshold: 1_000))
+        #expect(!table.shouldRecord(a, created: 6_500, now: 7_000, threshold: 1_000), "written 500 ms ago")
+        #expect(!table.shouldRecord(a, created: 0, now: 6_000, threshold: 1_000), "a clock that went back")
+        // One slot: b pushes a out, and a's next read is recorded again (one more write, never fewer).
+        #expect(table.shouldRecord(b, created: 0, now: 6_100, threshold: 1_000))
+        #expect(table.shouldRecord(a, created: 0, now: 6_200, threshold: 1_000))
+    }
+
+    @Test(
+        "after random reads, writes and clock moves, each entry's recorded use trails its last use by at most max(granularity, span / 8)",
+        arguments: 0..<12)
+    func recordedUseWithinBound(seed: Int) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock()
+        var configuration = DiskCache.Configuration()
+        configuration.clock = clock.clock
+        configuration.automaticTrimming = false
+        let disk = try DiskCache(directory: dir.url, configuration: configuration)
+        defer { disk.close() }
+        var random = SplitMix(seed: UInt64(seed))
+        let keys = (0..<24).map { Array("key\($0)".utf8) }
+        var lastUse: [[UInt8]: UInt64] = [:]
+        let start = clock.clock.milliseconds
+        for _ in 0..<400 {
+            let key = keys[Int(random.next() % UInt64(keys.count))]
+            let now = clock.clock.milliseconds
+            switch random.next() % 10 {
+            case 0..<6:
+                if try disk.data(forKey: key) != nil { lastUse[key] = now }
+            case 6..<8:
+                try disk.setData([UInt8](repeating: 1, count: 10), forKey: key)
+                lastUse[key] = now
+            default:
+                // Whole seconds: the manual clock's Double seconds then convert to exact milliseconds.
+                clock.advance(by: .seconds(Int64(random.next() % 30)))
+            }
+            if random.next() % 25 == 0 { try disk.flush() }
+        }
+        try disk.flush()
+        for (key, used) in lastUse {
+            let entry = try #require(try disk.storedEntry(forKey: key))
+            let bound = max(1_000, (used - start) / 8)
+            #expect(
+                entry.accessed <= used, "recorded use after the last use of \(String(decoding: key, as: UTF8.self))")
+            #expect(
+                entry.accessed + bound >= used,
+                "\(String(decoding: key, as: UTF8.self)): last use \(used - start) ms, recorded \(entry.accessed - start) ms, bound \(bound) ms"
+            )
+        }
+    }
+
+    @Test("reads of one entry within the threshold queue one access update, not one per read")
+    func oneUpdatePerThreshold() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock()
+        var configuration = DiskCache.Configuration()
+        configuration.clock = clock.clock
+        configuration.automaticTrimming = false
+        let disk = try DiskCache(directory: dir.url, configuration: configuration)
+        defer { disk.close() }
+        try disk.setData([1], forKey: Array("k".utf8))
+        try disk.flush()
+        clock.advance(by: .seconds(10))
+        for _ in 0..<100 { _ = try disk.data(forKey: Array("k".utf8)) }
+        #expect(disk.store.state.withLock { $0.accessCount } == 1)
+        try disk.flush()
+        let afterOne = try #require(try disk.storedEntry(forKey: Array("k".utf8))).accessed
+        #expect(afterOne == clock.clock.milliseconds)
+        for _ in 0..<100 { _ = try disk.data(forKey: Array("k".utf8)) }
+        #expect(disk.store.state.withLock { $0.accessCount } == 0, "recorded just now: nothing to record")
+    }
+}
+
+/// A small deterministic generator for the sequences above.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
