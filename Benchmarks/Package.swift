@@ -11,6 +11,8 @@ let package = Package(
         // Naming the trait replaces the package's default traits, which on Linux with Swift 6.3
         // would also pull in its ARC runtime interposer.
         .package(url: "https://github.com/ordo-one/benchmark.git", exact: "1.38.1", traits: ["MallocInterposer"]),
+        // cache-bench counts the disk tier's access updates through its swift-metrics counter.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     ],
     targets: [
         // The C libraries the peers and trace readers call. The library keeps its own CLMDB and
@@ -59,6 +61,7 @@ let package = Package(
             dependencies: [
                 "BenchmarkData", "RawLMDB", "CSQLite", "CRocksDB", "CBenchZlib",
                 .product(name: "LMDBCache", package: "LMDBCache"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             path: "Sources/cache-bench"
         ),

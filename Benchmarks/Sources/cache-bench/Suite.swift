@@ -89,6 +89,9 @@ struct ResultRow: Codable, Sendable {
     /// LMDBCache rows of the disk suite: CPU time its writer thread spent per operation (the
     /// run and the drain after it), nanoseconds, median over the rounds.
     var writerCPUNanosecondsPerOperation: Double?
+    /// LMDBCache rows of the disk suite: access updates committed per operation (each moves one entry
+    /// in the access order: three small LMDB writes), median over the rounds.
+    var accessUpdatesPerOperation: Double?
     /// Read-while-writing workload: writes per second the writer thread committed meanwhile.
     var concurrentWritesPerSecond: Double?
     /// Every repeat's throughput, in run order.
@@ -119,6 +122,9 @@ func summarize(
     let writerCPU = runs.compactMap { run in
         run.writerCPUNanoseconds.map { Double($0) / Double(max(run.operations, 1)) }
     }
+    let accessUpdates = runs.compactMap { run in
+        run.accessUpdates.map { Double($0) / Double(max(run.operations, 1)) }
+    }
     let concurrentWrites = runs.compactMap { run in
         run.concurrentWrites.map { Double($0) / (Double(max(run.elapsedNanos, 1)) / 1e9) }
     }
@@ -131,6 +137,7 @@ func summarize(
         misses: runs.reduce(0) { $0 + $1.misses })
     row.writerCPUNanosecondsPerOperation = writerCPU.isEmpty ? nil : writerCPU.median
     row.concurrentWritesPerSecond = concurrentWrites.isEmpty ? nil : concurrentWrites.median
+    row.accessUpdatesPerOperation = accessUpdates.isEmpty ? nil : accessUpdates.median
     return row
 }
 
@@ -187,6 +194,8 @@ struct RunSample {
     var misses: Int
     /// LMDBCache in the disk suite: its writer threads' CPU time over the run and the drain.
     var writerCPUNanoseconds: UInt64? = nil
+    /// LMDBCache in the disk suite: access updates its disk tier committed over the run and the drain.
+    var accessUpdates: Int64? = nil
     /// Read-while-writing: writes the other thread committed during the run.
     var concurrentWrites: Int? = nil
 

@@ -96,6 +96,9 @@ if suiteName == "all" {
 print("WARNING: a debug build; build with -c release for meaningful figures.\n")
 #endif
 
+// Before any cache opens: the disk suite reads the disk tier's access-update counter.
+AccessUpdates.bootstrap()
+
 var machine = Machine.current(quick: options.quick)
 print("cache-bench\(options.quick ? " --quick" : ""): \(machine.description)")
 print("seed: \(options.seed) (--seed \(options.seed) repeats this run's orders of systems)")

@@ -125,10 +125,12 @@ struct DiskSuite: Suite {
                 let store = stores[index]
                 let measuresWriter = store.system is DiskCacheStore
                 let before = measuresWriter ? WriterThreadCPU.byThread() : [:]
+                let updatesBefore = AccessUpdates.count
                 var sample = try measure(store, round)
                 try store.system.drain()
                 if measuresWriter {
                     sample.writerCPUNanoseconds = WriterThreadCPU.spent(from: before, to: WriterThreadCPU.byThread())
+                    sample.accessUpdates = AccessUpdates.count - updatesBefore
                 }
                 return sample
             }
@@ -264,6 +266,10 @@ struct DiskSuite: Suite {
             "\(row.label) \(row.workload) \(formatValue(row)): "
                 + formatNanoseconds(row.writerCPUNanosecondsPerOperation ?? 0)
         }
+        let accessUpdates = rows.filter { $0.accessUpdatesPerOperation != nil && $0.workload.hasPrefix("get") }.map {
+            row in
+            "\(row.label) \(row.workload) \(formatValue(row)): \(format(row.accessUpdatesPerOperation ?? 0, decimals: 4))"
+        }
         let concurrentWrites = rows.filter { $0.concurrentWritesPerSecond != nil }.map { row in
             "\(row.label) \(formatRate(row.concurrentWritesPerSecond ?? 0))"
         }
@@ -381,6 +387,9 @@ struct DiskSuite: Suite {
                     + concurrentWrites.joined(separator: ", "),
                 "LMDBCache's writer thread: CPU time per operation over the run and the drain after it "
                     + "(/proc/self/task/*/schedstat): " + writerCPU.joined(separator: "; "),
+                "LMDBCache's writes per read: access updates its disk tier committed per get over the run and "
+                    + "the drain after it (lmdbcache_disk_access_updates_total; each moves one entry in the access "
+                    + "order, three small LMDB writes): " + accessUpdates.joined(separator: "; "),
             ] + notes + warnings.map { "WARNING: " + $0 },
             rows: rows,
             extraTables: [

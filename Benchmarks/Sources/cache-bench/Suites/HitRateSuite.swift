@@ -1,5 +1,6 @@
 import Foundation
 import LMDBCache
+import Synchronization
 
 // The hit-rate suite: real traces replayed through the memory tier at several capacities, beside
 // an exact LRU (proving the replay against the published figures), the published LRU figures and
@@ -55,10 +56,11 @@ struct HitRateSuite: Suite {
         }
 
         var rows: [ResultRow] = []
+        var diskAccessUpdates: [String] = []
         for capacity in sizes {
             let reference = PublishedHitRatios.lru(trace: trace.name, capacity: capacity)
             let arc = PublishedHitRatios.arc(trace: trace.name, capacity: capacity)
-            let replays: [(system: String, variant: String?, replay: () -> (hits: Int, nanoseconds: UInt64))] = [
+            var replays: [(system: String, variant: String?, replay: () throws -> (hits: Int, nanoseconds: UInt64))] = [
                 (
                     "LMDBCache", nil,
                     { replayMemoryCache(trace, capacity: capacity, byteBounded: byteBounded, shards: nil) }
@@ -69,9 +71,24 @@ struct HitRateSuite: Suite {
                 ),
                 ("LRU", nil, { replayExactLRU(trace, capacity: capacity) }),
             ]
+            // The disk tier, count-bounded traces only (its cost is bytes on disk, not the trace's
+            // sizes); with --quick at the smallest capacity only.
+            if !byteBounded, !options.quick || capacity == sizes.first {
+                replays.append(
+                    (
+                        "LMDBCache", "disk tier",
+                        {
+                            let replay = try replayDiskCache(trace, capacity: capacity)
+                            diskAccessUpdates.append(
+                                "\(formatCapacity(capacity, bytes: false)): "
+                                    + format(Double(replay.accessUpdates) / Double(max(replay.hits, 1)), decimals: 3))
+                            return (replay.hits, replay.nanoseconds)
+                        }
+                    ))
+            }
             var cell: [ResultRow] = []
             for (system, variant, replay) in replays {
-                let (hits, nanoseconds) = replay()
+                let (hits, nanoseconds) = try replay()
                 let requests = trace.ids.count
                 var row = ResultRow(
                     suite: name, system: system, workload: traceName, threads: 1, valueBytes: 0,
@@ -125,6 +142,13 @@ struct HitRateSuite: Suite {
                 + "Not quite exact LRU either: a hit on an entry among the most recently moved eighth of its "
                 + "shard is not moved again (LRUShard.markUsed), which saves writes on hot keys.",
             "LRU: an exact single-threaded LRU in the harness (Systems/HitRate/ExactLRU.swift).",
+            "LMDBCache (disk tier): a DiskCache alone with countLimit = capacity and lowWaterMark 1 (a trim removes "
+                + "only the excess), synchronous durability (each insert commits and trims before the next request) "
+                + "on tmpfs, accessTimeGranularity 1 ms and a clock that advances 1 ms per request, so its access "
+                + "order is as precise as its relative rule allows (an entry's recorded use is not renewed within "
+                + "an eighth of the store's access span). A miss inserts a 1-byte value. Access updates committed "
+                + "per hit: " + (diskAccessUpdates.isEmpty ? "not run" : diskAccessUpdates.joined(separator: ", "))
+                + ".",
             "reference: the published figure for the row's own policy, trace and capacity "
                 + "(Benchmarks/Traces/README.md): on LRU rows the published LRU hit ratio, on ARC (published) rows "
                 + "the published ARC hit ratio; empty where there is none (LMDBCache's rows, unpublished sizes).",
@@ -189,6 +213,48 @@ func replayMemoryCache(_ trace: Trace, capacity: Int, byteBounded: Bool, shards:
         }
     }
     return (hits, nanosecondsNow() - start)
+}
+
+/// Replays a count-bounded `trace` through a `DiskCache` of `capacity` entries on tmpfs; returns
+/// the hits, the time the replay took and the access updates the store committed.
+func replayDiskCache(_ trace: Trace, capacity: Int) throws -> (hits: Int, nanoseconds: UInt64, accessUpdates: Int64) {
+    let clock = ReplayClock()
+    var configuration = DiskCache.Configuration(countLimit: capacity)
+    configuration.lowWaterMark = 1
+    configuration.automaticTrimming = false
+    configuration.durability = .synchronous
+    configuration.accessTimeGranularity = .milliseconds(1)
+    configuration.clock = CacheClock { clock.now }
+    let directory = URL(fileURLWithPath: "/dev/shm", isDirectory: true)
+        .appendingPathComponent("cache-bench-hitrate-\(getpid())-\(capacity)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let disk = try DiskCache(directory: directory, configuration: configuration)
+    defer { disk.close() }
+    let updatesBefore = AccessUpdates.count
+    var hits = 0
+    let start = nanosecondsNow()
+    for id in trace.ids {
+        clock.advance()
+        let key = withUnsafeBytes(of: id.littleEndian) { Array($0) }
+        if try disk.data(forKey: key) != nil {
+            hits += 1
+        } else {
+            try disk.setData([1], forKey: key)
+        }
+    }
+    let elapsed = nanosecondsNow() - start
+    try disk.flush()
+    return (hits, elapsed, AccessUpdates.count - updatesBefore)
+}
+
+/// Milliseconds that move only when the replay says: one per request.
+private final class ReplayClock: Sendable {
+    private let milliseconds = Atomic<UInt64>(1_700_000_000_000)
+
+    func advance() { milliseconds.add(1, ordering: .relaxed) }
+
+    /// Half a millisecond past the tick, so the cache's rounding down lands on it.
+    var now: Date { Date(timeIntervalSince1970: (Double(milliseconds.load(ordering: .relaxed)) + 0.5) / 1_000) }
 }
 
 /// Replays `trace` through ``ExactLRU``.
