@@ -136,7 +136,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     func diskValue(forKey key: Key, generation: UInt64, counting: Bool = true) -> Value? {
         guard let disk, !isClosed.value else { return nil }
         let bytes = key.cacheKeyBytes
-        let entry: (value: [UInt8], expires: UInt64, record: RecordIdentity)?
+        let entry: (value: [UInt8], expires: UInt64, record: RecordIdentity?)?
         do {
             entry = try disk.entry(forKey: bytes)
         } catch {
@@ -159,7 +159,9 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                 metadata: ["key": .escaped(key: key), "error": .escaped(error)])
             if counting { counters.diskMiss() }
             counters.failedWrite()
-            try? disk.removeData(forKey: bytes, ifUnchanged: entry.record)
+            // A value still queued for the writer to deflate has no record yet: it goes once
+            // committed, when a read finds it there.
+            if let record = entry.record { try? disk.removeData(forKey: bytes, ifUnchanged: record) }
             return nil
         }
         if counting { counters.diskHit() }

@@ -4,8 +4,8 @@ extension DiskStore {
     enum Lookup {
         case miss
         /// The value, when its record was written, when it expires (0 for never), and the
-        /// identity of its record.
-        case hit([UInt8], created: UInt64, expires: UInt64, record: RecordIdentity)
+        /// identity of its record (nil for a queued value whose record the writer builds).
+        case hit([UInt8], created: UInt64, expires: UInt64, record: RecordIdentity?)
         case damaged(Record.Damage)
     }
 
@@ -15,7 +15,14 @@ extension DiskStore {
     /// - Throws: a queued record's damage (never expected: the caller encoded it), or LMDB's error.
     func lookUp(_ key: StorageKey, now: UInt64) throws -> Lookup {
         if let pending = pending(key) {
-            guard case .set(let record) = pending else { return .miss }
+            let record: [UInt8]
+            switch pending {
+            case .set(let built): record = built
+            case .setDeflatingLater(let deferred):
+                if deferred.isExpired(at: now) { return .miss }
+                return .hit(deferred.value, created: deferred.created, expires: deferred.expires, record: nil)
+            case .remove: return .miss
+            }
             return try record.withUnsafeBytes { bytes -> Lookup in
                 guard let found = try Record.read(bytes, key: key, now: now) else { return .miss }
                 return .hit(
@@ -63,8 +70,12 @@ extension DiskStore {
     /// header only: a damaged payload still counts.
     func contains(_ key: StorageKey, now: UInt64) throws -> Bool {
         if let pending = pending(key) {
-            guard case .set(let record) = pending else { return false }
-            return record.withUnsafeBytes { Record.Header($0).map { !$0.isExpired(at: now) } ?? false }
+            switch pending {
+            case .set(let record):
+                return record.withUnsafeBytes { Record.Header($0).map { !$0.isExpired(at: now) } ?? false }
+            case .setDeflatingLater(let deferred): return !deferred.isExpired(at: now)
+            case .remove: return false
+            }
         }
         return try env.read { txn in
             guard let bytes = try txn.get(db.records, key.bytes),

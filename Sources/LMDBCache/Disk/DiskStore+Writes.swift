@@ -49,6 +49,9 @@ extension DiskStore {
         }
     }
 
+    /// Bytes queued and not yet committed.
+    var queuedBytes: Int { state.withLock { $0.queuedBytes } }
+
     /// The newest queued write for `key`, if it is not committed yet.
     func pending(_ key: StorageKey) -> PendingOperation? {
         if pendingKeys.load(ordering: .acquiring) == 0 { return nil }
@@ -137,13 +140,16 @@ extension DiskStore {
     /// without, such limits are returned for the caller (a trim under way) to enforce after.
     func commitNextBatch(enforcingLimits: Bool) -> Committed? {
         guard
-            let batch = state.withLock({
+            var batch = state.withLock({
                 $0.takeBatch(
                     maxWrites: Self.maxBatchWrites, maxBytes: Self.maxBatchBytes, maxAccesses: Self.accessBatchSize)
             })
         else {
             return nil
         }
+        // Records the callers left to the writer are built (deflated) here, outside the
+        // transaction, which other processes' writers wait for.
+        batch.writes = batch.writes.map { $0.withRecordBuilt() }
         var failure: CacheError?
         var outcome = Committed.done
         if !batch.isEmpty {
@@ -288,7 +294,11 @@ extension DiskStore {
         var totals = try Totals(txn, db.info)
         let before = totals
         for write in batch.writes {
-            guard case .set(let record) = write.operation else {
+            let record: [UInt8]
+            switch write.operation {
+            case .set(let built): record = built
+            case .setDeflatingLater(let deferred): record = deferred.record(for: write.key)  // built above
+            case .remove:
                 try removeEntry(write.key.bytes, txn, &totals)
                 continue
             }

@@ -2,7 +2,29 @@
 enum PendingOperation: Sendable {
     /// Store this encoded ``Record``.
     case set(record: [UInt8])
+    /// Store the record of this value, which the writer builds (and deflates) before the commit.
+    case setDeflatingLater(DeferredRecord)
     case remove
+}
+
+/// A value whose record the writer builds: one that deflate may shrink, queued by a caller that
+/// need not wait for deflate. Reads of the key serve the value itself until the commit.
+struct DeferredRecord: Sendable {
+    let value: [UInt8]
+    /// Milliseconds since 1970 of the write, and of its expiry (0 for never).
+    let created: UInt64
+    let expires: UInt64
+    let threshold: Int?
+    let level: Int
+
+    /// The record, as ``Record/encode(value:key:now:expires:threshold:level:)`` builds it.
+    func record(for key: StorageKey) -> [UInt8] {
+        value.withUnsafeBytes {
+            Record.encode(value: $0, key: key, now: created, expires: expires, threshold: threshold, level: level)
+        }
+    }
+
+    func isExpired(at now: UInt64) -> Bool { expires != 0 && expires <= now }
 }
 
 /// Count and cost limits to enforce on write, with the low-water mark to trim down to.
@@ -39,10 +61,33 @@ struct QueuedWrite: Sendable {
     let sequence: UInt64
     let key: StorageKey
     let operation: PendingOperation
+    /// The bytes it holds in the queue: the key and its record, for a record the writer builds
+    /// the most it can take (undeflated). Fixed at enqueue, so the queue's count stays exact.
+    let byteCount: Int
 
-    var byteCount: Int {
-        if case .set(let record) = operation { return record.count + key.bytes.count }
-        return key.bytes.count
+    init(sequence: UInt64, key: StorageKey, operation: PendingOperation) {
+        self.sequence = sequence
+        self.key = key
+        self.operation = operation
+        switch operation {
+        case .set(let record): byteCount = record.count + key.bytes.count
+        case .setDeflatingLater(let deferred):
+            byteCount = Record.headerSize + (key.fullKey?.count ?? 0) + deferred.value.count + key.bytes.count
+        case .remove: byteCount = key.bytes.count
+        }
+    }
+
+    private init(_ write: QueuedWrite, record: [UInt8]) {
+        sequence = write.sequence
+        key = write.key
+        operation = .set(record: record)
+        byteCount = write.byteCount
+    }
+
+    /// This write with its record built (the writer's half of a deferred write).
+    func withRecordBuilt() -> QueuedWrite {
+        guard case .setDeflatingLater(let deferred) = operation else { return self }
+        return QueuedWrite(self, record: deferred.record(for: key))
     }
 }
 
@@ -58,7 +103,9 @@ struct AccessUpdate: Sendable, Equatable {
 /// What the writer commits in one transaction.
 struct WriteBatch: Sendable {
     var writes: [QueuedWrite] = []
-    var accesses: [StorageKey: AccessUpdate] = [:]
+    /// In the order reads noted them; a key may appear more than once (the writer moves its entry
+    /// once per later time).
+    var accesses: [(key: StorageKey, update: AccessUpdate)] = []
     var damaged: [StorageKey] = []
     /// Records to remove if their key still holds exactly that record, checked after `writes`.
     var removalsIfUnchanged: [StorageKey: RecordIdentity] = [:]
@@ -81,7 +128,11 @@ struct PendingWrites {
     private var queue: [QueuedWrite] = []
     private var head = 0
     private var newest: [StorageKey: QueuedWrite] = [:]
-    private var accesses: [StorageKey: AccessUpdate] = [:]
+    /// Noted uses in arrival order, from `accessHead` on: an append per read, and a batch is a
+    /// slice, so neither a read nor the writer holds the lock for long however far the writer
+    /// falls behind.
+    private var accesses: [(key: StorageKey, update: AccessUpdate)] = []
+    private var accessHead = 0
     /// Access times recorded while their key had a write queued (an import's): applied before that
     /// write, they would find no index entry to move and be dropped, so they join `accesses` once
     /// it is done. Outside the buffer's limit: each waits on a queued write, and the queue is
@@ -104,7 +155,7 @@ struct PendingWrites {
     /// The limits of the handle that queued the newest insert.
     private var limits: DiskLimits?
 
-    var accessCount: Int { accesses.count }
+    var accessCount: Int { accesses.count - accessHead }
     /// Keys with an uncommitted write.
     var pendingKeyCount: Int { newest.count }
 
@@ -124,18 +175,15 @@ struct PendingWrites {
         newest.isEmpty ? nil : newest[key]?.operation
     }
 
-    /// Buffers an access time. Beyond `limit` buffered keys new ones are dropped: access order on
+    /// Buffers an access time. Beyond `limit` buffered uses new ones are dropped: access order on
     /// disk is then a little less exact, and memory stays bounded when reads outrun the writer.
     mutating func recordAccess(_ key: StorageKey, at time: UInt64, created: UInt64, limit: Int) {
         if !newest.isEmpty, newest[key] != nil {
             var waiting = accessesAwaitingWrite[key] ?? AccessUpdate(time: time, created: created)
             waiting.time = max(waiting.time, time)
             accessesAwaitingWrite[key] = waiting
-        } else if var buffered = accesses[key] {
-            buffered.time = max(buffered.time, time)
-            accesses[key] = buffered
-        } else if accesses.count < limit {
-            accesses[key] = AccessUpdate(time: time, created: created)
+        } else if accessCount < limit {
+            accesses.append((key, AccessUpdate(time: time, created: created)))
         }
     }
 
@@ -198,13 +246,19 @@ struct PendingWrites {
             queue.removeFirst(head)
             head = 0
         }
-        if accesses.count <= maxAccesses {
+        if accessHead == 0 && accesses.count <= maxAccesses {
             swap(&batch.accesses, &accesses)
         } else {
-            // Not popFirst() in a loop: each call scans from the first bucket, quadratic in all.
-            batch.accesses.reserveCapacity(maxAccesses)
-            for (key, update) in accesses.prefix(maxAccesses) { batch.accesses[key] = update }
-            for key in batch.accesses.keys { accesses.removeValue(forKey: key) }
+            let end = min(accesses.count, accessHead + maxAccesses)
+            batch.accesses = Array(accesses[accessHead..<end])
+            accessHead = end
+            if accessHead == accesses.count {
+                accesses.removeAll(keepingCapacity: true)
+                accessHead = 0
+            } else if accessHead > 4_096 && accessHead * 2 > accesses.count {
+                accesses.removeFirst(accessHead)
+                accessHead = 0
+            }
         }
         batch.damaged = Array(damaged)
         damaged.removeAll()
@@ -221,7 +275,7 @@ struct PendingWrites {
         for write in batch.writes where newest[write.key]?.sequence == write.sequence {
             newest[write.key] = nil
             if !accessesAwaitingWrite.isEmpty, let waiting = accessesAwaitingWrite.removeValue(forKey: write.key) {
-                accesses[write.key] = waiting
+                accesses.append((write.key, waiting))
             }
         }
         queuedBytes -= batch.byteCount

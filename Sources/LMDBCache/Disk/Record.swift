@@ -115,7 +115,7 @@ package struct Record {
             let raw = UnsafeMutableRawBufferPointer(buffer)
             let payloadArea = UnsafeMutableRawBufferPointer(rebasing: raw[payloadOffset...])
             var payloadLength = value.count
-            if let threshold, value.count >= threshold, value.count > 1, !Deflate.looksIncompressible(value),
+            if mayDeflate(value, threshold: threshold),
                 let compressed = Deflate.deflate(
                     value, into: UnsafeMutableRawBufferPointer(rebasing: payloadArea[..<(value.count - 1)]),
                     level: level)
@@ -140,6 +140,13 @@ package struct Record {
             count = payloadOffset + payloadLength
             raw.storeLE(checksum(UnsafeRawBufferPointer(rebasing: raw[..<count])), at: Offset.checksum)
         }
+    }
+
+    /// True when ``encode(value:key:now:expires:threshold:level:)`` tries deflate on `value`: at
+    /// least `threshold` bytes (nil: never) and not looking incompressible.
+    static func mayDeflate(_ value: UnsafeRawBufferPointer, threshold: Int?) -> Bool {
+        guard let threshold else { return false }
+        return value.count >= threshold && value.count > 1 && !Deflate.looksIncompressible(value)
     }
 
     /// The crc32 a record's header should carry: over everything but the checksum itself.

@@ -86,7 +86,8 @@ struct DiskCacheRoundTripTests {
         #expect(disk.totalCost == Record.headerSize + 1 + value.count)
     }
 
-    @Test("any compression level works: outside 1...9 the nearest level is used, never a crash",
+    @Test(
+        "any compression level works: outside 1...9 the nearest level is used, never a crash",
         arguments: [Int.min, -1, 0, 1, 9, 10, 13, Int.max])
     func compressionLevelClamped(level: Int) throws {
         let dir = TemporaryDirectory()
@@ -113,7 +114,9 @@ struct DiskCacheRoundTripTests {
         0x81, 0xea, 0x8c, 0xf5, 0x0c, 0x4d, 0x0c, 0x4d, 0x2d, 0x6b, 0xab, 0x47, 0x8d, 0x18, 0x7e, 0x61, 0x01, 0x00,
     ]
 
-    @Test("a payload zlib deflated reads as before; a stream cut short, with bytes after its end, or of another length is refused")
+    @Test(
+        "a payload zlib deflated reads as before; a stream cut short, with bytes after its end, or of another length is refused"
+    )
     func zlibPayloadsRead() {
         func inflate(_ input: [UInt8], length: Int) -> [UInt8]? {
             var output = [UInt8](repeating: 0, count: length)
@@ -128,5 +131,49 @@ struct DiskCacheRoundTripTests {
         #expect(inflate(Self.zlibDeflated + [0], length: Self.zlibText.count) == nil)
         #expect(inflate(Self.zlibDeflated, length: Self.zlibText.count - 1) == nil)
         #expect(inflate(Self.zlibDeflated, length: Self.zlibText.count + 1) == nil)
+    }
+
+    @Test(
+        "a batched compressible write is queued as its value and deflated by the writer; reads, expiry and the queue's byte count hold meanwhile"
+    )
+    func deflatedByTheWriter() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let disk = try DiskCache(directory: dir.url)
+        defer { disk.close() }
+        let value = sampleBytes(count: 4_096, compressible: true)
+        try disk.store.env.writer.sync {
+            // The writer held: the writes stay queued while the checks run.
+            try disk.setData(value, forKey: "json")
+            try disk.setData(value, forKey: "gone", expiresAfter: .zero)
+            guard case .setDeflatingLater = disk.store.pending(try StorageKey(Array("json".utf8))) else {
+                Issue.record("a compressible batched write is left to the writer to deflate")
+                return
+            }
+            #expect(try disk.data(forKey: "json") == value, "read before the commit")
+            #expect(try disk.containsData(forKey: "json"))
+            #expect(try disk.data(forKey: "gone") == nil, "expired while queued")
+            #expect(try !disk.containsData(forKey: "gone"))
+        }
+        try disk.flush()
+        #expect(disk.store.queuedBytes == 0)
+        #expect(disk.totalCost < value.count / 2, "deflated on commit: \(disk.totalCost) bytes")
+        #expect(try disk.data(forKey: "json") == value)
+        #expect(try disk.storedEntry(forKey: Array("json".utf8))?.isCompressed == true)
+    }
+
+    @Test("a value over the cost limit undeflated but within it deflated is stored, as before the writer deflated")
+    func costLimitCheckedExactly() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let disk = try DiskCache(directory: dir.url, configuration: .init(costLimit: 3_000))
+        defer { disk.close() }
+        let value = sampleBytes(count: 4_096, compressible: true)
+        try disk.setData(value, forKey: "json")
+        try disk.flush()
+        #expect(try disk.data(forKey: "json") == value)
+        #expect(throws: CacheError.self) {
+            try disk.setData(sampleBytes(count: 4_096, compressible: false), forKey: "raw")
+        }
     }
 }

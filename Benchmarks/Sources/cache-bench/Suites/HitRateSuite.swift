@@ -132,7 +132,15 @@ struct HitRateSuite: Suite {
                 : MemoryCache<UInt64, Bool>.Configuration(countLimit: capacity)
             return "\(formatCapacity(capacity, bytes: byteBounded)): \(configuration.shardCount)"
         }
-        var notes = [
+        let diskUpdates = diskAccessUpdates.isEmpty ? "not run" : diskAccessUpdates.joined(separator: ", ")
+        let diskNote: String =
+            "LMDBCache (disk tier): a DiskCache alone with countLimit = capacity and lowWaterMark 1 (a trim "
+            + "removes only the excess), synchronous durability (each insert commits and trims before the next "
+            + "request) on tmpfs, accessTimeGranularity 1 ms and a clock that advances 1 ms per request, so its "
+            + "access order is as precise as its relative rule allows (an entry's recorded use is not renewed "
+            + "within an eighth of the store's access span). A miss inserts a 1-byte value. Access updates "
+            + "committed per hit: \(diskUpdates)."
+        var notes: [String] = [
             "Replay: each request is a lookup; a miss inserts the object. hit ratio = hits / requests.",
             "LMDBCache: MemoryCache with its default configuration: its shards each hold an equal share of the "
                 + "capacity and evict their own least recently used entry, so its LRU is approximate across shards. "
@@ -142,13 +150,8 @@ struct HitRateSuite: Suite {
                 + "Not quite exact LRU either: a hit on an entry among the most recently moved eighth of its "
                 + "shard is not moved again (LRUShard.markUsed), which saves writes on hot keys.",
             "LRU: an exact single-threaded LRU in the harness (Systems/HitRate/ExactLRU.swift).",
-            "LMDBCache (disk tier): a DiskCache alone with countLimit = capacity and lowWaterMark 1 (a trim removes "
-                + "only the excess), synchronous durability (each insert commits and trims before the next request) "
-                + "on tmpfs, accessTimeGranularity 1 ms and a clock that advances 1 ms per request, so its access "
-                + "order is as precise as its relative rule allows (an entry's recorded use is not renewed within "
-                + "an eighth of the store's access span). A miss inserts a 1-byte value. Access updates committed "
-                + "per hit: " + (diskAccessUpdates.isEmpty ? "not run" : diskAccessUpdates.joined(separator: ", "))
-                + ".",
+            diskNote,
+
             "reference: the published figure for the row's own policy, trace and capacity "
                 + "(Benchmarks/Traces/README.md): on LRU rows the published LRU hit ratio, on ARC (published) rows "
                 + "the published ARC hit ratio; empty where there is none (LMDBCache's rows, unpublished sizes).",
