@@ -101,6 +101,10 @@ public final class DiskCache: Sendable {
         try enqueue(try prepareWrite(value, forKey: key, now: now, expires: expires))
     }
 
+    /// The largest value left to the writer to deflate: 64 KiB deflate in well under a
+    /// millisecond; a larger value would hold up every commit, flush and trim behind it.
+    static let maxDeferredDeflate = 64 << 10
+
     /// A record encoded (and compressed) for a key, or a value the writer will encode, ready to
     /// queue.
     struct PreparedWrite: Sendable {
@@ -111,8 +115,8 @@ public final class DiskCache: Sendable {
     /// Encodes the record for `value` without touching the store: the costly half of a write,
     /// which the two-tier cache does before it takes the key's lock.
     ///
-    /// A value deflate may shrink is left to the writer thread to deflate when the write is
-    /// batched, its undeflated record fits the cost limit (so the limit is checked exactly here)
+    /// A value deflate may shrink, of at most ``maxDeferredDeflate`` bytes, is left to the writer
+    /// thread to deflate when the write is batched, its undeflated record fits the cost limit (so the limit is checked exactly here)
     /// and the queue is less than half full; otherwise, and in synchronous mode, it is deflated
     /// here. Deflating 4 KB of JSON takes tens of microseconds; queued as it is, the caller
     /// returns in a few.
@@ -123,7 +127,7 @@ public final class DiskCache: Sendable {
         guard value.count <= Record.maxValueSize else {
             throw CacheError.valueTooLarge(size: value.count, limit: Record.maxValueSize)
         }
-        if configuration.durability != .synchronous,
+        if configuration.durability != .synchronous, value.count <= Self.maxDeferredDeflate,
             value.withUnsafeBytes({ Record.mayDeflate($0, threshold: configuration.compressionThreshold) }),
             configuration.costLimit.map({
                 Totals.cost(

@@ -50,6 +50,15 @@ extension DiskStore {
     /// moves with the writer's next batch. `granularity` and `ageLimit` (milliseconds) are the
     /// reading handle's.
     func noteRead(_ key: StorageKey, created: UInt64, now: UInt64, granularity: UInt64, ageLimit: UInt64?) {
+        // Other processes' commits and trims move the oldest entry too, and a process that only
+        // reads commits nothing: a read looks again once a second.
+        let refreshed = oldestAccessRefreshed.load(ordering: .relaxed)
+        if now.subtractingSaturating(refreshed) >= 1_000 || now < refreshed {
+            oldestAccessRefreshed.store(now, ordering: .relaxed)
+            if let oldest = try? env.read({ try oldestAccessTime($0) }) {
+                oldestAccess.store(oldest, ordering: .relaxed)
+            }
+        }
         let oldest = oldestAccess.load(ordering: .relaxed)
         let threshold = RecentAccesses.threshold(
             granularity: granularity, span: oldest == 0 ? 0 : now.subtractingSaturating(oldest), ageLimit: ageLimit)
@@ -58,12 +67,12 @@ extension DiskStore {
         }
     }
 
-    /// Notes the time of the store's least recently used entry (the access index's first key),
-    /// which sets the span reads measure their precision against. The writer calls it in each
-    /// commit and trim; opening reads it once.
-    func noteOldestAccess(_ txn: some TransactionReading) throws {
-        guard let first = try txn.firstKey(db.access) else { return }
-        oldestAccess.store(DiskDatabases.parseIndexKey(first).time, ordering: .relaxed)
+    /// The time of the store's least recently used entry (the access index's first key; 0 when
+    /// empty), which sets the span reads measure their precision against. Noted in
+    /// ``oldestAccess`` after each commit and trim, at open, and by reads once a second.
+    func oldestAccessTime(_ txn: some TransactionReading) throws -> UInt64 {
+        guard let first = try txn.firstKey(db.access) else { return 0 }
+        return DiskDatabases.parseIndexKey(first).time
     }
 
     /// True when a live value is stored under `key` at `now`, queued or committed. Reads the

@@ -39,9 +39,10 @@ extension DiskStore {
                     if observed { evicted.append(eviction) }
                 }
                 if totals != before { try totals.save(txn, db.info) }
-                try noteOldestAccess(txn)
-                return (done, before.count - totals.count)
+                return (done, before.count - totals.count, try oldestAccessTime(txn))
             }
+            // Set only once committed: a replayed transaction's body may run twice.
+            oldestAccess.store(done.2, ordering: .relaxed)
             removedTotal += done.1
             tally.report(to: evictionMetrics)
             publish(evicted)

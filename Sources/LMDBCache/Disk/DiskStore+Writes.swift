@@ -115,9 +115,32 @@ extension DiskStore {
         while commitNextBatch(enforcingLimits: true) != nil {}
     }
 
-    /// Commits batches until write `sequence` is committed and synced; true when the queue still
-    /// holds work (the drain stays scheduled, for the writer to take over). Runs on the writer
-    /// thread or in its place.
+    /// `writes` with the records left to the writer built: on every core when there are many, so
+    /// the deflate callers were spared does not make the writer the one core that deflates.
+    static func buildRecords(_ writes: [QueuedWrite]) -> [QueuedWrite] {
+        let deferred = writes.indices.filter {
+            if case .setDeflatingLater = writes[$0].operation { return true }
+            return false
+        }
+        let lanes = min(ProcessInfo.processInfo.activeProcessorCount, deferred.count / 8)
+        guard lanes > 1 else { return writes.map { $0.withRecordBuilt() } }
+        var built = writes
+        built.withUnsafeMutableBufferPointer { buffer in
+            // Each lane writes its own elements only.
+            nonisolated(unsafe) let output = buffer
+            DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+                for index in stride(from: lane, to: deferred.count, by: lanes) {
+                    output[deferred[index]] = writes[deferred[index]].withRecordBuilt()
+                }
+            }
+        }
+        return built
+    }
+
+    /// Commits batches until write `sequence` is committed and synced. Returns false when it
+    /// emptied the queue (the drain is no longer scheduled), true when it stopped with the drain
+    /// still scheduled, for the writer to take over what others queued meanwhile. Runs on the
+    /// writer thread or in its place.
     private func commitUntilSynced(_ sequence: UInt64) -> Bool {
         while state.withLock({ $0.syncedThrough < sequence }) {
             if commitNextBatch(enforcingLimits: true) == nil { return false }
@@ -149,12 +172,16 @@ extension DiskStore {
         }
         // Records the callers left to the writer are built (deflated) here, outside the
         // transaction, which other processes' writers wait for.
-        batch.writes = batch.writes.map { $0.withRecordBuilt() }
+        batch.writes = Self.buildRecords(batch.writes)
         var failure: CacheError?
         var outcome = Committed.done
         if !batch.isEmpty {
             do {
-                let (totals, added) = try commitWithEmergencyTrim(batch)
+                let applied = try commitWithEmergencyTrim(batch)
+                let (totals, added) = (applied.totals, applied.added)
+                // Counted and noted once committed: a replayed transaction's body may run twice.
+                accessUpdates.increment(by: applied.moved)
+                oldestAccess.store(applied.oldestAccess, ordering: .relaxed)
                 if let limits = batch.limits {
                     if !enforcingLimits {
                         let spaceShort = limits.freeSpace != nil && added > 0
@@ -172,6 +199,8 @@ extension DiskStore {
                 failure = cacheError
                 failedWrites.increment(by: batch.writes.count)
                 droppedWrites.add(batch.writes.count, ordering: .relaxed)
+                // The uses it would have recorded are lost: their next reads record them again.
+                for (key, _) in batch.accesses { recentAccesses.forget(key) }
                 // flush() or the synchronous write throws it; a full disk is also logged as an
                 // error, since writes are being lost until space is freed.
                 logger.log(
@@ -205,7 +234,7 @@ extension DiskStore {
     /// evicts least recently used entries of twice the batch's bytes (at least 2 MiB) and tries
     /// once more. Returns the totals after the
     /// commit and the bytes it added.
-    private func commitWithEmergencyTrim(_ batch: WriteBatch) throws -> (Totals, Int) {
+    private func commitWithEmergencyTrim(_ batch: WriteBatch) throws -> Applied {
         do {
             return try env.write { txn in try apply(batch, txn) }
         } catch CacheError.diskFull where !batch.writes.isEmpty {
@@ -214,13 +243,14 @@ extension DiskStore {
             logger.info(
                 "LMDBCache found the disk full; evicting and retrying once",
                 metadata: [
-                    "path": .escaped(path), "batchBytes": "\(batch.byteCount)", "reserveReleased": "\(released)",
+                    "path": .escaped(path), "batchBytes": "\(batch.builtByteCount)", "reserveReleased": "\(released)",
                 ])
             // Later queued writes must not commit before this batch: no commits between the trim's
             // transactions.
             try trim(
                 TrimPlan(
-                    cost: max(0, totals.bytes - max(2 * batch.byteCount, 2 * SpaceReserve.size)), reason: .freeSpace,
+                    cost: max(0, totals.bytes - max(2 * batch.builtByteCount, 2 * SpaceReserve.size)),
+                    reason: .freeSpace,
                     batchSize: Self.emergencyTrimBatchSize),
                 now: batch.limits?.clock.milliseconds ?? 0, committingQueuedWrites: false)
             // LMDB reuses the pages a transaction frees only two transactions later: commit one
@@ -290,7 +320,16 @@ extension DiskStore {
 
     /// Applies `batch` in `txn`; returns the totals after it and the bytes it added (negative when
     /// it freed more).
-    private func apply(_ batch: WriteBatch, _ txn: WriteTransaction) throws -> (Totals, Int) {
+    /// What applying a batch did: the totals after it, the bytes it added (negative when it
+    /// freed more), the access updates it made and the oldest access after it.
+    struct Applied {
+        var totals: Totals
+        var added: Int
+        var moved: Int
+        var oldestAccess: UInt64
+    }
+
+    private func apply(_ batch: WriteBatch, _ txn: WriteTransaction) throws -> Applied {
         var totals = try Totals(txn, db.info)
         let before = totals
         for write in batch.writes {
@@ -330,7 +369,6 @@ extension DiskStore {
             try txn.put(db.access, DiskDatabases.indexKey(time: update.time, key: key.bytes), [])
             moved += 1
         }
-        accessUpdates.increment(by: moved)
         for key in batch.damaged {
             guard let bytes = try txn.get(db.records, key.bytes) else { continue }
             if (try? Record.validate(bytes, storedKey: key.bytes)) == nil {
@@ -344,8 +382,8 @@ extension DiskStore {
             try removeEntry(key.bytes, txn, &totals)
         }
         if totals != before { try totals.save(txn, db.info) }
-        try noteOldestAccess(txn)
-        return (totals, totals.bytes - before.bytes)
+        return Applied(
+            totals: totals, added: totals.bytes - before.bytes, moved: moved, oldestAccess: try oldestAccessTime(txn))
     }
 
     /// Removes the entry stored under `key` with its index entries, if there is one.

@@ -70,9 +70,11 @@ final class DiskStore: Sendable {
     let accessUpdates = Counter(label: "lmdbcache_disk_access_updates_total")
     /// The uses of entries this process recorded lately (``noteRead(_:created:now:granularity:ageLimit:)``).
     let recentAccesses = RecentAccesses()
-    /// The last access time of the store's least recently used entry as of the last commit, trim
-    /// or open (milliseconds since 1970; 0 for an empty store).
+    /// The last access time of the store's least recently used entry as of the last commit, trim,
+    /// open or refresh by a read (milliseconds since 1970; 0 for an empty store).
     let oldestAccess = Atomic<UInt64>(0)
+    /// When a read last refreshed ``oldestAccess`` (the reading handle's clock, milliseconds).
+    let oldestAccessRefreshed = Atomic<UInt64>(0)
 
     /// Most writes committed in one transaction.
     static let maxBatchWrites = 1_000
@@ -122,7 +124,7 @@ final class DiskStore: Sendable {
             // so another process holding LMDB's writer lock (a stopped `cache-dump put`) cannot
             // hold it up.
             let stored = try env.read { txn in
-                try noteOldestAccess(txn)
+                oldestAccess.store(try oldestAccessTime(txn), ordering: .relaxed)
                 return try Totals.load(txn, db.info, Totals.formatKey)
             }
             try checkFormat(stored)

@@ -93,7 +93,7 @@ struct QueuedWrite: Sendable {
 
 /// A read's note that an entry was used at `time`, when its record was written at `created`.
 struct AccessUpdate: Sendable, Equatable {
-    var time: UInt64
+    let time: UInt64
     /// The write time of the record the reader saw. The writer finds the entry's index entry from
     /// it (its recorded last access, else this) and moves exactly that one, so an entry rewritten
     /// or removed in the meantime is left alone.
@@ -112,6 +112,15 @@ struct WriteBatch: Sendable {
     var byteCount = 0
     /// The limits to enforce after the commit: those of the handle that wrote last.
     var limits: DiskLimits?
+
+    /// The bytes its writes' keys and built records add at most: what an emergency trim makes
+    /// room for (a record left to the writer counts once built).
+    var builtByteCount: Int {
+        writes.reduce(0) { total, write in
+            guard case .set(let record) = write.operation else { return total + write.byteCount }
+            return total + record.count + write.key.bytes.count
+        }
+    }
 
     /// True when it holds nothing to commit.
     var isEmpty: Bool {
@@ -179,9 +188,11 @@ struct PendingWrites {
     /// disk is then a little less exact, and memory stays bounded when reads outrun the writer.
     mutating func recordAccess(_ key: StorageKey, at time: UInt64, created: UInt64, limit: Int) {
         if !newest.isEmpty, newest[key] != nil {
-            var waiting = accessesAwaitingWrite[key] ?? AccessUpdate(time: time, created: created)
-            waiting.time = max(waiting.time, time)
-            accessesAwaitingWrite[key] = waiting
+            // The latest use with the write it saw: an earlier read saw an earlier write, whose
+            // index entry a later write replaces.
+            if (accessesAwaitingWrite[key]?.time ?? 0) <= time {
+                accessesAwaitingWrite[key] = AccessUpdate(time: time, created: created)
+            }
         } else if accessCount < limit {
             accesses.append((key, AccessUpdate(time: time, created: created)))
         }

@@ -52,13 +52,7 @@ final class RecentAccesses: Sendable {
     /// use: the latest use on record is at least `threshold` old. Remembers `now` for the key when
     /// it answers true, so concurrent readers of one key record it once.
     func shouldRecord(_ key: StorageKey, created: UInt64, now: UInt64, threshold: UInt64) -> Bool {
-        var hasher = Hasher()
-        hasher.combine(key)
-        let hash = UInt64(bitPattern: Int64(hasher.finalize()))
-        // The low bit set: an empty slot (zero) never matches.
-        let fingerprint = hash | 1
-        let stripe = Int(truncatingIfNeeded: (hash >> 32) % UInt64(stripes.count))
-        let slot = Int(truncatingIfNeeded: (hash >> 12) % UInt64(slotsPerStripe))
+        let (fingerprint, stripe, slot) = place(key)
         return stripes[stripe].withLock { stripe in
             var recorded = created
             if stripe.fingerprints[slot] == fingerprint { recorded = max(recorded, stripe.times[slot]) }
@@ -67,5 +61,25 @@ final class RecentAccesses: Sendable {
             stripe.times[slot] = now
             return true
         }
+    }
+
+    /// Forgets the use remembered for `key`: its update was lost (its batch failed), so the next
+    /// read records it again.
+    func forget(_ key: StorageKey) {
+        let (fingerprint, stripe, slot) = place(key)
+        stripes[stripe].withLock { stripe in
+            if stripe.fingerprints[slot] == fingerprint { stripe.fingerprints[slot] = 0 }
+        }
+    }
+
+    /// The key's fingerprint (low bit set, so an empty slot, zero, never matches) and its slot.
+    private func place(_ key: StorageKey) -> (fingerprint: UInt64, stripe: Int, slot: Int) {
+        var hasher = Hasher()
+        hasher.combine(key)
+        let hash = UInt64(bitPattern: Int64(hasher.finalize()))
+        return (
+            hash | 1, Int(truncatingIfNeeded: (hash >> 32) % UInt64(stripes.count)),
+            Int(truncatingIfNeeded: (hash >> 12) % UInt64(slotsPerStripe))
+        )
     }
 }

@@ -46,7 +46,11 @@ extension Environment {
                 options.readOnly && fstatat(store.descriptor, StoreFiles.lock, &lockInfo, AT_SYMLINK_NOFOLLOW) != 0
             let flags = UInt32(
                 MDB_NOTLS | MDB_NORDAHEAD | Self.syncFlags(options.sync) | access | (noLock ? MDB_NOLOCK : 0))
-            try LMDBStatus.check(mdb_env_open(created, store.resolved, flags, 0o600), "mdb_env_open", path: directory)
+            let code = mdb_env_open(created, store.resolved, flags, 0o600)
+            if code == ENOMEM, let reason = implausibleMeta(store) {
+                throw CacheError.damagedStore(path: directory, reason: reason)
+            }
+            try LMDBStatus.check(code, "mdb_env_open", path: directory)
             try checkOpenedFiles(created, store)
             // Read-only opens never write; pages past a short file's end are free pages, which
             // reads through the tree do not reach.
@@ -65,6 +69,53 @@ extension Environment {
             mdb_env_close(created)
             throw error
         }
+    }
+
+    /// Why the meta page LMDB opens `data.mdb` by cannot be right, or nil when it could: it asks
+    /// for a map past any address space, or its last page lies far past the file's end. LMDB maps
+    /// what the meta asks for, so such damage fails the open with ENOMEM, which on its own could
+    /// also be a real shortage (an address-space limit), never a reason to set a store aside.
+    /// Reads the two meta pages (LMDB 0.9's layout, 64-bit) as untrusted bytes.
+    static func implausibleMeta(_ store: StoreDirectory) -> String? {
+        let file = openat(store.descriptor, StoreFiles.data, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard file >= 0 else { return nil }
+        defer { Glibc.close(file) }
+        var info = stat()
+        guard fstat(file, &info) == 0 else { return nil }
+        let fileSize = UInt64(max(0, info.st_size))
+        let pageSize = 4_096
+        var pages = [UInt8](repeating: 0, count: 2 * pageSize)
+        let read = pages.withUnsafeMutableBytes { pread(file, $0.baseAddress, $0.count, 0) }
+        guard read == 2 * pageSize else { return nil }
+        // The meta with the larger transaction id among those with LMDB's magic and version 1.
+        let meta = pages.withUnsafeBytes { bytes -> (mapSize: UInt64, lastPage: UInt64, pageSize: UInt64)? in
+            var chosen: (txnid: UInt64, mapSize: UInt64, lastPage: UInt64, pageSize: UInt64)?
+            for page in 0..<2 {
+                let base = page * pageSize + 16
+                guard bytes.loadLE(UInt32.self, at: base) == 0xBEEF_C0DE, bytes.loadLE(UInt32.self, at: base + 4) == 1
+                else { continue }
+                let candidate = (
+                    txnid: bytes.loadLE(UInt64.self, at: base + 128), mapSize: bytes.loadLE(UInt64.self, at: base + 16),
+                    lastPage: bytes.loadLE(UInt64.self, at: base + 120),
+                    pageSize: UInt64(bytes.loadLE(UInt32.self, at: base + 24))
+                )
+                if chosen.map({ candidate.txnid > $0.txnid }) ?? true { chosen = candidate }
+            }
+            return chosen.map { ($0.mapSize, $0.lastPage, $0.pageSize) }
+        }
+        guard let meta else { return nil }
+        let addressSpace: UInt64 = 1 << 47
+        let (pagesInUse, overflowPages) = meta.lastPage.addingReportingOverflow(1)
+        let (committed, overflowBytes) = pagesInUse.multipliedReportingOverflow(by: max(meta.pageSize, 1))
+        if overflowPages || overflowBytes || committed > addressSpace
+            || committed > fileSize.multipliedReportingOverflow(by: 2).partialValue.addingSaturating(1 << 30)
+        {
+            return "its meta page says \(meta.lastPage) pages are in use, far past the file's \(fileSize) bytes"
+        }
+        if meta.mapSize > addressSpace {
+            return "its meta page asks for a map of \(meta.mapSize) bytes, past any address space"
+        }
+        return nil
     }
 
     /// Opens every database of `options` in one transaction: a read transaction that returns nil

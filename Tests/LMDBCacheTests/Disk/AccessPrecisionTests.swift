@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Testing
 
@@ -96,6 +97,64 @@ struct AccessPrecisionTests {
         #expect(afterOne == clock.clock.milliseconds)
         for _ in 0..<100 { _ = try disk.data(forKey: Array("k".utf8)) }
         #expect(disk.store.state.withLock { $0.accessCount } == 0, "recorded just now: nothing to record")
+    }
+
+    @Test("reads of a key rewritten while queued move its entry from the newest write's time, so the bound holds")
+    func readsOfQueuedRewrites() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock()
+        var configuration = DiskCache.Configuration()
+        configuration.clock = clock.clock
+        configuration.automaticTrimming = false
+        let disk = try DiskCache(directory: dir.url, configuration: configuration)
+        defer { disk.close() }
+        let key = Array("k".utf8)
+        try disk.setData([1], forKey: key)
+        try disk.flush()
+        let release = DispatchSemaphore(value: 0)
+        let held = DispatchSemaphore(value: 0)
+        disk.store.env.writer.async {
+            held.signal()
+            release.wait()
+        }
+        held.wait()
+        // The writer held: the writes and the reads' uses stay queued together.
+        clock.advance(by: .seconds(10))
+        try disk.setData([2], forKey: key)
+        clock.advance(by: .seconds(10))
+        _ = try disk.data(forKey: key)
+        clock.advance(by: .seconds(1))
+        try disk.setData([3], forKey: key)
+        clock.advance(by: .seconds(10))
+        let lastRead = clock.clock.milliseconds
+        #expect(try disk.data(forKey: key) == [3])
+        release.signal()
+        try disk.flush()
+        #expect(try disk.storedEntry(forKey: key)?.accessed == lastRead)
+    }
+
+    @Test(
+        "a read looks again for the oldest entry once a second, so another process's trims do not leave the span stale")
+    func spanRefreshedByReads() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock()
+        var configuration = DiskCache.Configuration()
+        configuration.clock = clock.clock
+        configuration.automaticTrimming = false
+        let disk = try DiskCache(directory: dir.url, configuration: configuration)
+        defer { disk.close() }
+        let key = Array("k".utf8)
+        try disk.setData([1], forKey: key)
+        try disk.flush()
+        _ = try disk.data(forKey: key)  // a read at the write's time: records nothing, looks at the span
+        // As if the store's oldest entry were from 1970 and gone since, by another process's hand.
+        disk.store.oldestAccess.store(1, ordering: .relaxed)
+        clock.advance(by: .seconds(2))
+        _ = try disk.data(forKey: key)
+        try disk.flush()
+        #expect(try disk.storedEntry(forKey: key)?.accessed == clock.clock.milliseconds, "span from k itself: 2 s")
     }
 }
 

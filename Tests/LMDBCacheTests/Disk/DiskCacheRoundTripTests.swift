@@ -176,4 +176,22 @@ struct DiskCacheRoundTripTests {
             try disk.setData(sampleBytes(count: 4_096, compressible: false), forKey: "raw")
         }
     }
+
+    @Test("a value over 64 KiB is deflated by its caller, never left to hold up the writer")
+    func largeValuesDeflatedByTheCaller() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let disk = try DiskCache(directory: dir.url)
+        defer { disk.close() }
+        let value = sampleBytes(count: DiskCache.maxDeferredDeflate + 1, compressible: true)
+        try disk.store.env.writer.sync {
+            try disk.setData(value, forKey: "large")
+            guard case .set = disk.store.pending(try StorageKey(Array("large".utf8))) else {
+                Issue.record("a value over the cap is queued as its built record")
+                return
+            }
+        }
+        try disk.flush()
+        #expect(try disk.data(forKey: "large") == value)
+    }
 }

@@ -285,6 +285,45 @@ struct CorruptionTests {
         #expect(summary.contains(" wrong 0 ") && !summary.hasSuffix("fresh wrong"), "\(summary)")
     }
 
+    /// Both meta pages with a last page number past any address space (a flipped high bit, as
+    /// the random flips above once made): LMDB maps what the meta asks for and fails with ENOMEM.
+    /// That is damage, not a shortage of memory: the store is set aside and recreated, or refused
+    /// with damagedStore.
+    @Test("a meta page whose last page lies past any address space: set aside and recreated, or refused")
+    func implausibleMetaPages() throws {
+        for policy in [DamagedStorePolicy.recreate, .fail] {
+            let dir = TemporaryDirectory()
+            defer { dir.remove() }
+            try Self.makeStore(dir)
+            let file = try FileHandle(forUpdating: URL(fileURLWithPath: dir.path + "/data.mdb"))
+            for meta in 0..<2 {
+                // mm_last_pg: page header 16 bytes, then magic, version, address, mapsize, two MDB_db.
+                try file.seek(toOffset: UInt64(meta * 4_096 + 16 + 120))
+                try file.write(contentsOf: withUnsafeBytes(of: (UInt64(1) << 50).littleEndian) { Data($0) })
+            }
+            try file.close()
+            var configuration = DiskCache.Configuration()
+            configuration.damagedStore = policy
+            if policy == .fail {
+                #expect {
+                    _ = try DiskCache(directory: dir.url, configuration: configuration)
+                } throws: { error in
+                    guard case .damagedStore(_, let reason) = error as? CacheError else { return false }
+                    return reason.contains("pages are in use")
+                }
+                continue
+            }
+            let disk = try DiskCache(directory: dir.url, configuration: configuration)
+            #expect(disk.totalCount == 0, "recreated empty")
+            try disk.setData([1], forKey: "k")
+            try disk.flush()
+            #expect(try disk.data(forKey: "k") == [1])
+            disk.close()
+            let files = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+            #expect(files.contains { $0.hasPrefix("data.mdb.damaged-") }, "set aside: \(files)")
+        }
+    }
+
     @Test("a truncated data file is refused with damagedStore when the configuration says to fail")
     func truncatedFileFails() throws {
         let dir = TemporaryDirectory()
