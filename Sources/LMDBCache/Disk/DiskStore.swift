@@ -13,18 +13,22 @@ import Synchronization
 //   Disk/DiskStore+Reads.swift  `lookUp`: a write still queued (PendingWrites.swift) wins; else
 //   Storage/Environment.swift   `read` lends a pooled read transaction, and
 //   Storage/Transaction.swift   `get` returns the record's bytes from the LMDB page (no copy).
-//   Disk/Record.swift           `read` checks checksum, key and expiry and inflates the value.
-//   back up                     DiskCache queues the access time (DiskStore+Writes.swift) and
-//                               Cache decodes the value and promotes it to memory.
+//   Disk/Record.swift           `read` checks checksum, key and expiry and inflates the value
+//                               (Deflate.swift, libdeflate).
+//   Disk/DiskStore+Reads.swift  `noteRead`: RecentAccesses.swift says whether the use on record
+//                               is old enough to record; if so it is queued for the writer.
+//   back up                     Cache decodes the value and promotes it to memory.
 //
 // A write, `cache["k"] = v`:
 //   Cache/Cache.swift           `insert` encodes with the codec, then
-//   Disk/DiskCache.swift        `prepareWrite` builds the record (Record.swift, Deflate.swift);
+//   Disk/DiskCache.swift        `prepareWrite` builds the record (Record.swift, Deflate.swift),
+//                               or leaves a value to deflate to the writer (PendingWrites.swift);
 //                               under the key's lock the memory tier is set and `enqueue` called.
 //   Disk/DiskStore+Writes.swift `enqueue` adds it to PendingWrites and wakes the writer thread
 //                               (Storage/WriterThread.swift), which runs `drain`: each batch is one
-//   Storage/Environment.swift   `write` transaction, where `apply` puts the record and its index
-//   Disk/DiskDatabases.swift    entries (records, access, expiry) and updates Totals.swift.
+//   Storage/Environment.swift   `write` transaction, where `apply` (DiskStore+Batch.swift) puts
+//   Disk/DiskDatabases.swift    the record and its index entries (records, access, expiry) and
+//                               updates Totals.swift.
 //   Disk/DiskStore+Trimming.swift  a batch past the limits is followed by a trim, whose
 //   Disk/DiskStore+Evictions.swift evictions are counted and told to observers (Cache's listener).
 //
@@ -39,7 +43,8 @@ import Synchronization
 /// Reads look at the queue first, then at LMDB through a pooled read transaction.
 ///
 /// The one owner of the store's LMDB reads and writes, split by job: opening and closing here;
-/// the queue and its commits in `DiskStore+Writes.swift`; trimming in `DiskStore+Trimming.swift`;
+/// the queue and its commits in `DiskStore+Writes.swift`, what a commit does in its transaction
+/// in `DiskStore+Batch.swift`; trimming in `DiskStore+Trimming.swift`;
 /// eviction events and metrics in `DiskStore+Evictions.swift`; reads, compaction, inspection and
 /// verification in files of their own. Members that look private are internal only for those files.
 final class DiskStore: Sendable {

@@ -343,8 +343,9 @@ struct DiskSuite: Suite {
                     + "only. LMDBCache's default set returns once queued; its writer thread commits in batches.",
                 "vs LMDBCache: median of the per-round ratios to LMDBCache (batched, the default; in set "
                     + "synchronous, .synchronous) with their min-max; within noise when they fall on both sides of 1.",
-                "LMDBCache: DiskCache, default configuration (batched: a commit per batch with fdatasync, zlib 1 "
-                    + "for values of 512 B and up); periodic: .periodic(syncInterval: 60 s), commits without sync, "
+                "LMDBCache: DiskCache, default configuration (batched: a commit per batch with fdatasync, DEFLATE 1 "
+                    + "through libdeflate for values of 512 B and up, deflated by its writer thread when the queue has "
+                    + "room, so a set returns before deflate); periodic: .periodic(syncInterval: 60 s), commits without sync, "
                     + "synced by the final flush; synchronous: .synchronous.",
                 "SQLite: system libsqlite3 as YYKVStorage: manifest table with the value inline, WAL, "
                     + "synchronous=NORMAL; a write run ends with wal_checkpoint(PASSIVE) and fdatasync of the WAL and the database; "

@@ -2,8 +2,8 @@ import Foundation
 import LMDBCache
 
 /// The library's disk tier: `DiskCache` with its default configuration (writes queued and
-/// committed in batches by its writer thread, each commit with one `fdatasync`; zlib level 1 for
-/// values of 512 bytes and up), in `.periodic` durability (commits without sync, one sync a
+/// committed in batches by its writer thread, each commit with one `fdatasync`; DEFLATE level 1
+/// through libdeflate for values of 512 bytes and up, by the writer thread when the queue has room), in `.periodic` durability (commits without sync, one sync a
 /// minute and on `flush()`), or `.synchronous` (a write returns once committed and synced).
 final class DiskCacheStore: DiskSystem {
     /// The durability modes the suite runs it in.
@@ -37,7 +37,7 @@ final class DiskCacheStore: DiskSystem {
         cache = try DiskCache(directory: URL(fileURLWithPath: directory), configuration: configuration)
     }
 
-    var compression: String { "zlib 1, 512 B and up" }
+    var compression: String { "DEFLATE 1 (libdeflate), 512 B and up" }
 
     func get(_ key: [UInt8]) throws -> [UInt8]? { try cache.data(forKey: key) }
 

@@ -52,7 +52,7 @@ final class RawLMDBStore: DiskSystem {
         inflater = compressed ? try RawInflater() : nil
     }
 
-    var compression: String { deflater == nil ? "none" : "zlib 1, 512 B and up" }
+    var compression: String { deflater == nil ? "none" : "DEFLATE 1 (zlib), 512 B and up" }
 
     func get(_ key: [UInt8]) throws -> [UInt8]? {
         guard let inflater else { return try store.withValue(forKey: key, Array.init) }

@@ -1,0 +1,91 @@
+// What a batch does inside its write transaction: records and their index entries put or
+// removed, read uses moved in the access order, damaged and unusable records removed, totals kept.
+extension DiskStore {
+    /// What applying a batch did: the totals after it, the bytes it added (negative when it
+    /// freed more), the access updates it made and the oldest access after it.
+    struct Applied {
+        var totals: Totals
+        var added: Int
+        var moved: Int
+        var oldestAccess: UInt64
+    }
+
+    /// Applies `batch` in `txn`.
+    func apply(_ batch: WriteBatch, _ txn: WriteTransaction) throws -> Applied {
+        var totals = try Totals(txn, db.info)
+        let before = totals
+        for write in batch.writes {
+            let record: [UInt8]
+            switch write.operation {
+            case .set(let built): record = built
+            case .setDeflatingLater(let deferred): record = deferred.record(for: write.key)  // built above
+            case .remove:
+                try removeEntry(write.key.bytes, txn, &totals)
+                continue
+            }
+            try record.withUnsafeBytes { bytes in
+                // One search when the key is new; an overwrite removes the old entry first.
+                if try !txn.putIfAbsent(db.records, write.key.bytes, bytes) {
+                    try removeEntry(write.key.bytes, txn, &totals)
+                    try txn.put(db.records, write.key.bytes, bytes)
+                }
+                let header = Record.Header(bytes)!
+                try txn.put(db.access, DiskDatabases.indexKey(time: header.created, key: write.key.bytes), [])
+                if header.expires != 0 {
+                    try txn.put(db.expiry, DiskDatabases.indexKey(time: header.expires, key: write.key.bytes), [])
+                }
+            }
+            totals.count += 1
+            totals.bytes += Totals.cost(keyLength: write.key.bytes.count, recordLength: record.count)
+        }
+        // One lookup and three small writes an access, no record read: the entry's index entry
+        // (its recorded last access, else the write time the reader saw) is moved; if it is gone,
+        // the entry changed since and the access is dropped.
+        var moved = 0
+        for (key, update) in batch.accesses {
+            let accessed = try db.lastAccess(txn, key.bytes, created: update.created)
+            guard accessed < update.time,
+                try txn.delete(db.access, DiskDatabases.indexKey(time: accessed, key: key.bytes))
+            else { continue }
+            try withUnsafeBytes(of: update.time.littleEndian) { try txn.put(db.lastAccess, key.bytes, $0) }
+            try txn.put(db.access, DiskDatabases.indexKey(time: update.time, key: key.bytes), [])
+            moved += 1
+        }
+        for key in batch.damaged {
+            guard let bytes = try txn.get(db.records, key.bytes) else { continue }
+            if (try? Record.validate(bytes, storedKey: key.bytes)) == nil {
+                try removeEntry(key.bytes, txn, &totals)
+            }
+        }
+        // After the batch's writes, in the same transaction: a write queued before the check
+        // replaced the record and is kept; one queued after it commits after the removal.
+        for (key, identity) in batch.removalsIfUnchanged {
+            guard let bytes = try txn.get(db.records, key.bytes), RecordIdentity(bytes) == identity else { continue }
+            try removeEntry(key.bytes, txn, &totals)
+        }
+        if totals != before { try totals.save(txn, db.info) }
+        return Applied(
+            totals: totals, added: totals.bytes - before.bytes, moved: moved, oldestAccess: try oldestAccessTime(txn))
+    }
+
+    /// Removes the entry stored under `key` with its index entries, if there is one.
+    func removeEntry(_ key: [UInt8], _ txn: WriteTransaction, _ totals: inout Totals) throws {
+        guard let bytes = try txn.get(db.records, key) else { return }
+        let cost = Totals.cost(keyLength: key.count, recordLength: bytes.count)
+        let header = Record.Header(bytes)
+        // `bytes` points into the map: read all of it before the first change.
+        if let header {
+            let accessed = try db.lastAccess(txn, key, created: header.created)
+            try txn.delete(db.access, DiskDatabases.indexKey(time: accessed, key: key))
+            if header.expires != 0 {
+                try txn.delete(db.expiry, DiskDatabases.indexKey(time: header.expires, key: key))
+            }
+        }
+        // A record with a damaged header leaves index entries behind; trimming drops them when it
+        // reaches them (see `evictThroughIndex`).
+        try txn.delete(db.lastAccess, key)
+        try txn.delete(db.records, key)
+        totals.count -= 1
+        totals.bytes -= cost
+    }
+}
