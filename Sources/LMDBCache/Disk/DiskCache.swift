@@ -116,10 +116,10 @@ public final class DiskCache: Sendable {
     /// which the two-tier cache does before it takes the key's lock.
     ///
     /// A value deflate may shrink, of at most ``maxDeferredDeflate`` bytes, is left to the writer
-    /// thread to deflate when the write is batched, its undeflated record fits the cost limit (so the limit is checked exactly here)
-    /// and the queue is less than half full; otherwise, and in synchronous mode, it is deflated
-    /// here. Deflating 4 KB of JSON takes tens of microseconds; queued as it is, the caller
-    /// returns in a few.
+    /// thread to deflate when the write is batched, its undeflated record fits the cost limit (so
+    /// the limit is checked exactly here) and the queue is less than half full; otherwise, and in
+    /// synchronous mode, it is deflated here. Deflating 4 KB of JSON takes tens of microseconds;
+    /// queued as it is, the caller returns in a few.
     ///
     /// - Throws: ``CacheError/invalidKey(reason:)``, ``CacheError/valueTooLarge(size:limit:)``.
     func prepareWrite(_ value: [UInt8], forKey key: [UInt8], now: UInt64, expires: UInt64) throws -> PreparedWrite {

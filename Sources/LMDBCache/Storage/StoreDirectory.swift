@@ -139,7 +139,8 @@ final class StoreDirectory: Sendable {
     }
 
     /// The permission bits of the directory when they let other users in (beyond 0700), else nil.
-    /// Such a directory (readable, never writable, by others) is used as it is, with a warning: a mode the user chose is theirs to change, and the store's files stay owner-only.
+    /// Such a directory (readable, never writable, by others) is used as it is, with a warning: a
+    /// mode the user chose is theirs to change, and the store's files stay owner-only.
     var permissionsOpenToOthers: mode_t? {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return nil }
