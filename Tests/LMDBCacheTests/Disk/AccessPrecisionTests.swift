@@ -6,6 +6,14 @@ import Testing
 
 @Suite("Disk access order: relative precision, writes per read")
 struct AccessPrecisionTests {
+    /// A disk cache on `clock`, trimmed only when a test says so.
+    static func open(_ dir: TemporaryDirectory, _ clock: ManualClock) throws -> DiskCache {
+        var configuration = DiskCache.Configuration()
+        configuration.clock = clock.clock
+        configuration.automaticTrimming = false
+        return try DiskCache(directory: dir.url, configuration: configuration)
+    }
+
     @Test("the threshold is an eighth of the span and of the age limit, at least the granularity, and never overflows")
     func thresholdBounds() {
         #expect(RecentAccesses.threshold(granularity: 1_000, span: 0, ageLimit: nil) == 1_000)
@@ -40,10 +48,7 @@ struct AccessPrecisionTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        var configuration = DiskCache.Configuration()
-        configuration.clock = clock.clock
-        configuration.automaticTrimming = false
-        let disk = try DiskCache(directory: dir.url, configuration: configuration)
+        let disk = try Self.open(dir, clock)
         defer { disk.close() }
         var random = SplitMix(seed: UInt64(seed))
         let keys = (0..<24).map { Array("key\($0)".utf8) }
@@ -82,10 +87,7 @@ struct AccessPrecisionTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        var configuration = DiskCache.Configuration()
-        configuration.clock = clock.clock
-        configuration.automaticTrimming = false
-        let disk = try DiskCache(directory: dir.url, configuration: configuration)
+        let disk = try Self.open(dir, clock)
         defer { disk.close() }
         try disk.setData([1], forKey: Array("k".utf8))
         try disk.flush()
@@ -104,10 +106,7 @@ struct AccessPrecisionTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        var configuration = DiskCache.Configuration()
-        configuration.clock = clock.clock
-        configuration.automaticTrimming = false
-        let disk = try DiskCache(directory: dir.url, configuration: configuration)
+        let disk = try Self.open(dir, clock)
         defer { disk.close() }
         let key = Array("k".utf8)
         try disk.setData([1], forKey: key)
@@ -140,10 +139,7 @@ struct AccessPrecisionTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        var configuration = DiskCache.Configuration()
-        configuration.clock = clock.clock
-        configuration.automaticTrimming = false
-        let disk = try DiskCache(directory: dir.url, configuration: configuration)
+        let disk = try Self.open(dir, clock)
         defer { disk.close() }
         let key = Array("k".utf8)
         try disk.setData([1], forKey: key)
