@@ -50,7 +50,7 @@ struct AccessPrecisionTests {
         let clock = ManualClock()
         let disk = try Self.open(dir, clock)
         defer { disk.close() }
-        var random = SplitMix(seed: UInt64(seed))
+        var random = PowerLossRandom(seed: UInt64(seed))
         let keys = (0..<24).map { Array("key\($0)".utf8) }
         var lastUse: [[UInt8]: UInt64] = [:]
         let start = clock.clock.milliseconds
@@ -151,18 +151,5 @@ struct AccessPrecisionTests {
         _ = try disk.data(forKey: key)
         try disk.flush()
         #expect(try disk.storedEntry(forKey: key)?.accessed == clock.clock.milliseconds, "span from k itself: 2 s")
-    }
-}
-
-/// A small deterministic generator for the sequences above.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
