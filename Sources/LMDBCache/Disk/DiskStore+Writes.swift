@@ -115,6 +115,9 @@ extension DiskStore {
         while commitNextBatch(enforcingLimits: true) != nil {}
     }
 
+    /// Read once: Foundation reads it from cgroup files on every call.
+    private static let processorCount = ProcessInfo.processInfo.activeProcessorCount
+
     /// `writes` with the records left to the writer built: on every core when there are many, so
     /// the deflate callers were spared does not make the writer the one core that deflates.
     static func buildRecords(_ writes: [QueuedWrite]) -> [QueuedWrite] {
@@ -122,7 +125,7 @@ extension DiskStore {
             if case .setDeflatingLater = writes[$0].operation { return true }
             return false
         }
-        let lanes = min(ProcessInfo.processInfo.activeProcessorCount, deferred.count / 8)
+        let lanes = deferred.count < 16 ? 1 : min(processorCount, deferred.count / 8)
         guard lanes > 1 else { return writes.map { $0.withRecordBuilt() } }
         var built = writes
         built.withUnsafeMutableBufferPointer { buffer in
@@ -145,7 +148,10 @@ extension DiskStore {
         while state.withLock({ $0.syncedThrough < sequence }) {
             if commitNextBatch(enforcingLimits: true) == nil { return false }
         }
-        return true
+        // With nothing left, the drain ends here: left scheduled, the writer would wake only to
+        // find the queue empty, and the caller's next synchronous write, finding a drain
+        // scheduled, would wait for the writer instead of committing itself.
+        return state.withLock { !$0.endDrainIfIdle() }
     }
 
     /// What committing a batch left to do.
@@ -175,9 +181,11 @@ extension DiskStore {
         batch.writes = Self.buildRecords(batch.writes)
         var failure: CacheError?
         var outcome = Committed.done
+        var syncedByCommit = false
         if !batch.isEmpty {
             do {
                 let applied = try commitWithEmergencyTrim(batch)
+                syncedByCommit = batch.completesSyncRequest && env.options.sync == .everyCommit
                 let (totals, added) = (applied.totals, applied.added)
                 // Counted and noted once committed: a replayed transaction's body may run twice.
                 accessUpdates.increment(by: applied.moved)
@@ -212,7 +220,10 @@ extension DiskStore {
             pending.complete(batch, error: failure)
             pendingKeys.store(pending.pendingKeyCount, ordering: .releasing)
         }
-        if state.withLock({ $0.syncDue }) {
+        if syncedByCommit {
+            // Its durable commit synced it and every commit before it.
+            state.withLock { $0.markSynced() }
+        } else if state.withLock({ $0.syncDue }) {
             var syncFailure: CacheError?
             do {
                 try env.sync()
@@ -236,7 +247,7 @@ extension DiskStore {
     /// commit and the bytes it added.
     private func commitWithEmergencyTrim(_ batch: WriteBatch) throws -> Applied {
         do {
-            return try env.write { txn in try apply(batch, txn) }
+            return try env.write(durably: batch.completesSyncRequest) { txn in try apply(batch, txn) }
         } catch CacheError.diskFull where !batch.writes.isEmpty {
             let totals = try self.totals()
             let released = reserve.release()
@@ -259,7 +270,7 @@ extension DiskStore {
                 let trims = try Totals.load(txn, db.info, Totals.emergencyTrimsKey)
                 try Totals.store(txn, db.info, Totals.emergencyTrimsKey, trims + 1)
             }
-            let result = try env.write { txn in try apply(batch, txn) }
+            let result = try env.write(durably: batch.completesSyncRequest) { txn in try apply(batch, txn) }
             reserve.take()
             return result
         }

@@ -112,6 +112,9 @@ struct WriteBatch: Sendable {
     var byteCount = 0
     /// The limits to enforce after the commit: those of the handle that wrote last.
     var limits: DiskLimits?
+    /// True when a requested sync is due once it commits: its commit can sync itself, sparing
+    /// the writer a second fdatasync.
+    var completesSyncRequest = false
 
     /// The bytes its writes' keys and built records add at most: what an emergency trim makes
     /// room for (a record left to the writer counts once built).
@@ -278,7 +281,22 @@ struct PendingWrites {
             drainScheduled = false
             return nil
         }
+        batch.completesSyncRequest =
+            !batch.isEmpty && syncRequestedThrough > syncedThrough
+            && max(committedThrough, batch.writes.last?.sequence ?? 0) >= syncRequestedThrough
         return batch
+    }
+
+    /// Unschedules the drain when nothing is left for it (no write, access time, damaged key,
+    /// conditional removal or due sync); returns whether it did.
+    mutating func endDrainIfIdle() -> Bool {
+        guard head == queue.count, accessHead == accesses.count, damaged.isEmpty, removalsIfUnchanged.isEmpty,
+            !syncDue
+        else {
+            return false
+        }
+        drainScheduled = false
+        return true
     }
 
     /// Marks `batch` done: committed, or dropped with `error`.

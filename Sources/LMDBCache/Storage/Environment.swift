@@ -226,7 +226,12 @@ final class Environment: @unchecked Sendable {
     ///
     /// When the map is full the transaction is aborted, the map grows and `body` runs again from
     /// the start, so `body` must change nothing outside the transaction before it returns.
-    func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+    ///
+    /// With `durably` in `.everyCommit` mode the commit also syncs its meta page (LMDB's durable
+    /// commit: the data pages' fdatasync, then the meta page through LMDB's `O_DSYNC` descriptor),
+    /// so on return this commit and every one before it survive a power loss without a separate
+    /// ``sync()``. In `.onRequest` mode `durably` changes nothing: ``sync()`` is still needed.
+    func write<T>(durably: Bool = false, _ body: (WriteTransaction) throws -> T) throws -> T {
         precondition(writer.isCurrent, "LMDB write transactions run on the writer thread")
         var growths = 0
         while true {
@@ -262,7 +267,7 @@ final class Environment: @unchecked Sendable {
                 resizeLock.unlockShared()
                 throw error
             }
-            let commit = mdb_txn_commit(txn)
+            let commit = commitSyncingMeta(txn, durably && options.sync == .everyCommit)
             resizeLock.unlockShared()
             if commit == MDB_MAP_FULL {
                 growths += 1
@@ -273,6 +278,22 @@ final class Environment: @unchecked Sendable {
             try LMDBStatus.check(commit, "mdb_txn_commit", path: path)
             return result
         }
+    }
+
+    /// Commits `txn`; with `syncingMeta`, clears `MDB_NOMETASYNC` for this commit only. Only the
+    /// writer thread changes the flag (LMDB allows it at any time, one thread at a time), and the
+    /// writer is the only thread that commits, so no other commit sees it cleared.
+    private func commitSyncingMeta(_ txn: OpaquePointer, _ syncingMeta: Bool) -> Int32 {
+        guard syncingMeta else { return mdb_txn_commit(txn) }
+        let cleared = mdb_env_set_flags(env, UInt32(MDB_NOMETASYNC), 0)
+        guard cleared == MDB_SUCCESS else {
+            mdb_txn_abort(txn)
+            return cleared
+        }
+        let commit = mdb_txn_commit(txn)
+        // Cannot fail: the flag is one LMDB lets change, and it was just cleared the same way.
+        _ = mdb_env_set_flags(env, UInt32(MDB_NOMETASYNC), 1)
+        return commit
     }
 
     /// Writes buffered pages and the meta page to disk; in `.periodic` mode also records the

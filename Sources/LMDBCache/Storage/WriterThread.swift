@@ -74,7 +74,9 @@ final class WriterThread: @unchecked Sendable {
         defer {
             condition.lock()
             standIn = nil
-            condition.broadcast()
+            // Only the writer waits on `condition`; with nothing queued meanwhile it would wake
+            // just to wait again.
+            if !jobs.isEmpty || stopping { condition.signal() }
             condition.unlock()
         }
         return try job()
