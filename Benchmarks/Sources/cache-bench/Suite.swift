@@ -28,6 +28,10 @@ struct Options: Sendable {
     /// Interleaved repeats of each measurement: 5 (10 for two-thread rows, whose spread is wider);
     /// 3 with `--quick`. The report gives their median and range.
     func repeats(threads: Int = 1) -> Int { quick ? 3 : threads > 1 ? 10 : 5 }
+    /// The disk suite's workloads to run (`--workloads`); nil runs them all.
+    var workloads: Set<String>?
+    /// The disk suite's systems to run (`--systems`: label prefixes); nil runs them all.
+    var systems: [String]?
     /// Operations timed together for the memory suite's latency estimate.
     let batchSize = 1_000
 }

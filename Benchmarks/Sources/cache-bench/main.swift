@@ -16,6 +16,7 @@ let allSuites: [any Suite] = [MemorySuite(), DiskSuite(), TieredSuite(), HitRate
 let usage = """
     usage: cache-bench [--suite NAME] [--quick] [--json PATH] [--report DIR]
                        [--trace PATH --trace-format arc|oracle --sizes N,N,...] [--dir PATH] [--seed N]
+                       [--workloads W,W,...] [--systems S,S,...]
 
       --suite NAME          \(allSuites.map(\.name).joined(separator: ", ")), or all (the default)
       --quick               small data sets and few repeats: a whole run under a minute (CI runs it)
@@ -28,6 +29,10 @@ let usage = """
                             are binary: 128M is 128 MiB)
       --dir PATH            where the disk and tiered suites create their stores (default: temp dir)
       --seed N              the seed of each round's order of systems (default: a new one, printed)
+      --workloads W,W,...   disk: only these workloads ("get", "set", "get cold", "YCSB-A 50/50",
+                            "YCSB-B 95/5", "get while writing", "two processes", "set synchronous"),
+                            for iterating on one row; a report wants them all
+      --systems S,S,...     disk: only the systems whose label starts with one of these
       -h, --help            show this help
     """
 
@@ -67,6 +72,10 @@ while let argument = arguments.popFirst() {
         let list = value(after: argument).split(separator: ",").map { parseSize(String($0)) }
         guard !list.isEmpty, list.allSatisfy({ ($0 ?? 0) > 0 }) else { fail("--sizes needs positive sizes") }
         traceSizes = list.map { $0! }
+    case "--workloads":
+        options.workloads = Set(value(after: argument).split(separator: ",").map(String.init))
+    case "--systems":
+        options.systems = value(after: argument).split(separator: ",").map(String.init)
     case "-h", "--help":
         print(usage)
         exit(0)

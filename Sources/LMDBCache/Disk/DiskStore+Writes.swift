@@ -110,9 +110,20 @@ extension DiskStore {
 
     // MARK: The writer
 
-    /// Commits batches until the queue is empty. Runs on the writer thread.
+    /// Commits what was queued when it began: writes, access times, damaged records (at least
+    /// one batch). What arrives meanwhile goes to a drain job queued behind the writer's other
+    /// jobs, so a steady stream of reads (each may queue an access time) cannot hold the writer
+    /// in one drain and keep a flush, a trim or a synchronous write waiting. Runs on the writer
+    /// thread.
     func drain() {
-        while commitNextBatch(enforcingLimits: true) != nil {}
+        var target = state.withLock { $0.drainTarget }
+        while commitNextBatch(enforcingLimits: true) != nil {
+            guard state.withLock({ $0.hasTaken(&target) }) else { continue }
+            if state.withLock({ $0.endDrainIfIdle() }) { return }
+            // Work arrived meanwhile, and the drain stays scheduled: a new job takes it after the
+            // writer's other jobs. A stopping writer takes no new job: this one goes on.
+            if env.writer.async({ [self] in drain() }) { return }
+        }
     }
 
     /// Read once: Foundation reads it from cgroup files on every call.

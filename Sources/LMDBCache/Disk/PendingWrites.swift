@@ -145,6 +145,9 @@ struct PendingWrites {
     /// falls behind.
     private var accesses: [(key: StorageKey, update: AccessUpdate)] = []
     private var accessHead = 0
+    /// Access times ever put in `accesses`, and ever taken from it into a batch.
+    private var accessesQueued: UInt64 = 0
+    private var accessesTaken: UInt64 = 0
     /// Access times recorded while their key had a write queued (an import's): applied before that
     /// write, they would find no index entry to move and be dropped, so they join `accesses` once
     /// it is done. Outside the buffer's limit: each waits on a queued write, and the queue is
@@ -198,6 +201,7 @@ struct PendingWrites {
             }
         } else if accessCount < limit {
             accesses.append((key, AccessUpdate(time: time, created: created)))
+            accessesQueued &+= 1
         }
     }
 
@@ -274,6 +278,7 @@ struct PendingWrites {
                 accessHead = 0
             }
         }
+        accessesTaken &+= UInt64(batch.accesses.count)
         batch.damaged = Array(damaged)
         damaged.removeAll()
         swap(&batch.removalsIfUnchanged, &removalsIfUnchanged)
@@ -285,6 +290,29 @@ struct PendingWrites {
             !batch.isEmpty && syncRequestedThrough > syncedThrough
             && max(committedThrough, batch.writes.last?.sequence ?? 0) >= syncRequestedThrough
         return batch
+    }
+
+    /// What is queued now: a drain that takes this far has taken everything queued before it began.
+    struct DrainTarget: Equatable {
+        var writes: UInt64
+        var accesses: UInt64
+        /// Whether `accesses` counts those that waited for the writes through `writes`.
+        var includesReleased = false
+    }
+
+    var drainTarget: DrainTarget { DrainTarget(writes: lastQueued, accesses: accessesQueued) }
+
+    /// True once every write queued by `target` is done (committed or dropped) and every access
+    /// time queued by then has been in a batch, those that waited for one of those writes
+    /// included: they join the buffer when their write completes, so once the writes are done
+    /// `target` grows to the buffer's count then (once: what arrives later is not waited for).
+    func hasTaken(_ target: inout DrainTarget) -> Bool {
+        guard committedThrough >= target.writes else { return false }
+        if !target.includesReleased {
+            target.accesses = max(target.accesses, accessesQueued)
+            target.includesReleased = true
+        }
+        return accessesTaken >= target.accesses
     }
 
     /// Unschedules the drain when nothing is left for it (no write, access time, damaged key,
@@ -305,6 +333,7 @@ struct PendingWrites {
             newest[write.key] = nil
             if !accessesAwaitingWrite.isEmpty, let waiting = accessesAwaitingWrite.removeValue(forKey: write.key) {
                 accesses.append((write.key, waiting))
+                accessesQueued &+= 1
             }
         }
         queuedBytes -= batch.byteCount

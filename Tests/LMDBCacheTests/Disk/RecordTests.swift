@@ -134,6 +134,58 @@ struct PendingWritesTests {
         #expect(pending.takeSynchronousResult(first) == nil, "taken once")
     }
 
+    @Test("a drain's target is what was queued when it began: access times and writes queued later are not in it")
+    func drainTargetIgnoresLaterArrivals() throws {
+        var pending = PendingWrites()
+        for index in 0..<30 {
+            pending.recordAccess(try StorageKey(Array("k\(index)".utf8)), at: 5, created: 1, limit: 1_000)
+        }
+        let written = try StorageKey([1])
+        _ = pending.enqueue(written, .set(record: [1]), limits: Self.limits)
+        // A read of a key with a queued write: its access time waits for that write.
+        pending.recordAccess(written, at: 5, created: 1, limit: 1_000)
+        var target = pending.drainTarget
+        #expect(!pending.hasTaken(&target))
+        let first = pending.takeBatch(maxWrites: 10, maxBytes: 1 << 20, maxAccesses: 20)!
+        pending.complete(first, error: nil)
+        #expect(!pending.hasTaken(&target), "10 of the access times queued before are still queued")
+        // Reads and writes keep arriving: the target does not move with them.
+        for index in 0..<50 {
+            pending.recordAccess(try StorageKey(Array("later\(index)".utf8)), at: 6, created: 1, limit: 1_000)
+        }
+        _ = pending.enqueue(try StorageKey([2]), .remove, limits: Self.limits)
+        let second = pending.takeBatch(maxWrites: 10, maxBytes: 1 << 20, maxAccesses: 20)!
+        pending.complete(second, error: nil)
+        #expect(second.accesses.contains { $0.key == written }, "the access time that waited for the write")
+        #expect(pending.hasTaken(&target))
+        let ended = pending.endDrainIfIdle()
+        #expect(!ended, "what arrived later is still queued")
+        while let rest = pending.takeBatch(maxWrites: 10, maxBytes: 1 << 20, maxAccesses: 20) {
+            pending.complete(rest, error: nil)
+        }
+        var now = pending.drainTarget
+        #expect(pending.hasTaken(&now))
+    }
+
+    @Test("a batch that completes a requested sync says so; one that does not, or a sync already done, does not")
+    func batchCompletingSyncRequest() throws {
+        var pending = PendingWrites()
+        let first = pending.enqueue(try StorageKey([1]), .remove, limits: Self.limits)
+        let second = pending.enqueue(try StorageKey([2]), .remove, limits: Self.limits)
+        pending.requestSync(through: second)
+        let partial = pending.takeBatch(maxWrites: 1, maxBytes: 1 << 20, maxAccesses: 0)!
+        #expect(partial.writes.map(\.sequence) == [first])
+        #expect(!partial.completesSyncRequest, "the synchronous write is in the next batch")
+        pending.complete(partial, error: nil)
+        let rest = pending.takeBatch(maxWrites: 10, maxBytes: 1 << 20, maxAccesses: 0)!
+        #expect(rest.completesSyncRequest)
+        pending.complete(rest, error: nil)
+        pending.markSynced()
+        _ = pending.enqueue(try StorageKey([3]), .remove, limits: Self.limits)
+        let later = pending.takeBatch(maxWrites: 10, maxBytes: 1 << 20, maxAccesses: 0)!
+        #expect(!later.completesSyncRequest, "no sync was asked for")
+    }
+
     @Test("a synchronous write whose sync failed after its commit learns so, and so does the next flush")
     func synchronousSyncFailureKept() throws {
         var pending = PendingWrites()

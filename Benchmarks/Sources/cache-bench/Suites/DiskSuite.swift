@@ -87,6 +87,9 @@ struct DiskSuite: Suite {
         }
         defer { server?.stop() }
 
+        if let prefixes = options.systems {
+            kinds = kinds.filter { kind in prefixes.contains { kind.label.hasPrefix($0) } }
+        }
         var rows: [ResultRow] = []
         var storage: [String: [Payload: Int]] = [:]
         var compressions: [String: String] = [:]
@@ -96,6 +99,7 @@ struct DiskSuite: Suite {
 
         /// Summarizes one workload's samples (in `stores`' order) into rows, with ratios.
         func cell(_ workload: String, _ payload: Payload, _ stores: [Store], _ samples: [[RunSample]]) -> [ResultRow] {
+            guard samples.contains(where: { !$0.isEmpty }) else { return [] }
             var cell = zip(stores, samples).map { store, runs in
                 var row = summarize(
                     suite: name, system: store.system.name, variant: store.system.variant, workload: workload,
@@ -119,7 +123,10 @@ struct DiskSuite: Suite {
             _ workload: String, _ payload: Payload, _ stores: [Store],
             measure: (Store, _ round: Int) throws -> RunSample
         ) throws -> [[RunSample]] {
-            try interleavedRounds(
+            if let selected = options.workloads, !selected.contains(workload) {
+                return stores.map { _ in [] }
+            }
+            return try interleavedRounds(
                 systems: stores.count, rounds: repeats, seed: options.seed, salt: workloadSalt(workload + payload.label)
             ) { index, round in
                 let store = stores[index]
