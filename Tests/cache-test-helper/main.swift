@@ -56,6 +56,11 @@
 //       prints the value stored under KEY as UTF-8 text, or "missing"
 //   cache-test-helper put DIR KEY TEXT
 //       stores TEXT's UTF-8 under KEY, flushes and closes; prints "stored"
+//   cache-test-helper noop-sync DIR
+//       in .synchronous durability sets a and b, trims to one entry (a commit whose meta page is
+//       not synced), then arms the preloaded inject-faults interposer to fail every later
+//       fdatasync and removes the absent key "absent"; prints "remove ok" or "remove error ERROR"
+//       and exits without closing
 //   cache-test-helper faults DIR [address-space]
 //       open, write, flush, read, compact, trim, close, one line per step's outcome (FaultScenario);
 //       run with the inject-faults interposer preloaded, or with its address space capped
@@ -315,6 +320,26 @@ do {
         try disk.setData(Array(arguments[4].utf8), forKey: arguments[3])
         disk.close()
         print("stored")
+    case "noop-sync":
+        var configuration = DiskCache.Configuration()
+        configuration.durability = .synchronous
+        configuration.automaticTrimming = false
+        let disk = try DiskCache(directory: directory, configuration: configuration)
+        try disk.setData([1], forKey: "a")
+        try disk.setData([2], forKey: "b")
+        try disk.trim(toCount: 1)
+        // The interposer reads these on every call; the writer is idle (nothing queued, no
+        // scheduler), so no thread reads them while they change.
+        setenv("LMDBCACHE_FAULT_ERROR", "\(EIO)", 1)
+        setenv("LMDBCACHE_FAULT_OCCURRENCE", "1+", 1)
+        setenv("LMDBCACHE_FAULT_CALL", "fdatasync", 1)
+        do {
+            try disk.removeData(forKey: "absent")
+            print("remove ok")
+        } catch {
+            print("remove error \(error)")
+        }
+        exit(0)
     case "closed":
         let disk = try DiskCache(directory: directory)
         disk.close()

@@ -253,8 +253,9 @@ final class Environment: @unchecked Sendable {
                 throw LMDBStatus.error(begin, "mdb_txn_begin(write)", path: path)
             }
             let result: T
+            let transaction = WriteTransaction(pointer: txn, path: path)
             do {
-                result = try body(WriteTransaction(pointer: txn, path: path))
+                result = try body(transaction)
             } catch is MapFull {
                 mdb_txn_abort(txn)
                 resizeLock.unlockShared()
@@ -267,7 +268,8 @@ final class Environment: @unchecked Sendable {
                 resizeLock.unlockShared()
                 throw error
             }
-            let commit = commitSyncingMeta(txn, durably && options.sync == .everyCommit)
+            let commit = commitTransaction(
+                txn, durably: durably && options.sync == .everyCommit, changed: transaction.changes.changed)
             resizeLock.unlockShared()
             if commit == MDB_MAP_FULL {
                 growths += 1
@@ -280,11 +282,17 @@ final class Environment: @unchecked Sendable {
         }
     }
 
-    /// Commits `txn`; with `syncingMeta`, clears `MDB_NOMETASYNC` for this commit only. Only the
+    /// Commits `txn`; `durably`, with `MDB_NOMETASYNC` cleared for this commit only. Only the
     /// writer thread changes the flag (LMDB allows it at any time, one thread at a time), and the
-    /// writer is the only thread that commits, so no other commit sees it cleared.
-    private func commitSyncingMeta(_ txn: OpaquePointer, _ syncingMeta: Bool) -> Int32 {
-        guard syncingMeta else { return mdb_txn_commit(txn) }
+    /// writer is the only thread that commits, so no other commit sees it cleared. A transaction
+    /// that `changed` nothing LMDB commits without syncing: then the file is synced instead,
+    /// since earlier commits' meta pages may not be on disk yet.
+    private func commitTransaction(_ txn: OpaquePointer, durably: Bool, changed: Bool) -> Int32 {
+        guard durably else { return mdb_txn_commit(txn) }
+        guard changed else {
+            let commit = mdb_txn_commit(txn)
+            return commit == MDB_SUCCESS ? mdb_env_sync(env, 1) : commit
+        }
         let cleared = mdb_env_set_flags(env, UInt32(MDB_NOMETASYNC), 0)
         guard cleared == MDB_SUCCESS else {
             mdb_txn_abort(txn)

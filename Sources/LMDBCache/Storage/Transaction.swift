@@ -121,6 +121,18 @@ struct ReadTransaction: TransactionReading {
 struct WriteTransaction: TransactionReading {
     let pointer: OpaquePointer
     let path: String
+    /// Set by every call that changed the snapshot. LMDB commits a transaction that changed
+    /// nothing without syncing anything, so a commit meant to be durable must know.
+    let changes = ChangeMark()
+
+    final class ChangeMark {
+        fileprivate(set) var changed = false
+    }
+
+    init(pointer: OpaquePointer, path: String) {
+        self.pointer = pointer
+        self.path = path
+    }
 
     /// Stores `value` under `key`, replacing any value there.
     func put(_ database: Database, _ key: [UInt8], _ value: UnsafeRawBufferPointer) throws {
@@ -128,6 +140,7 @@ struct WriteTransaction: TransactionReading {
             var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
             var v = lmdbcache_val(value.baseAddress, value.count)
             try check(mdb_put(pointer, database.handle, &k, &v, 0), "mdb_put")
+            changes.changed = true
         }
     }
 
@@ -144,6 +157,7 @@ struct WriteTransaction: TransactionReading {
             let code = mdb_put(pointer, database.handle, &k, &v, UInt32(MDB_NOOVERWRITE))
             if code == MDB_KEYEXIST { return false }
             try check(code, "mdb_put")
+            changes.changed = true
             return true
         }
     }
@@ -156,6 +170,7 @@ struct WriteTransaction: TransactionReading {
             let code = mdb_del(pointer, database.handle, &k, nil)
             if code == MDB_NOTFOUND { return false }
             try check(code, "mdb_del")
+            changes.changed = true
             return true
         }
     }
@@ -163,6 +178,7 @@ struct WriteTransaction: TransactionReading {
     /// Removes every entry of `database`.
     func empty(_ database: Database) throws {
         try check(mdb_drop(pointer, database.handle, 0), "mdb_drop")
+        changes.changed = true
     }
 
     private func check(_ code: Int32, _ operation: String) throws {

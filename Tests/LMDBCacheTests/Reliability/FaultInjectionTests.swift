@@ -100,6 +100,22 @@ struct FaultInjectionTests {
         try Self.expectContained(outcome, in: directory, fault.testDescription)
     }
 
+    @Test("a synchronous write that changes nothing still syncs: the commits before it are durable when it returns")
+    func unchangedSynchronousWriteSyncs() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var environment = ProcessInfo.processInfo.environment
+        environment["LD_PRELOAD"] = try FaultInjectionLibrary.path()
+        let helper = try HelperProcess(["noop-sync", directory.path], environment: environment)
+        let line = helper.readLine()
+        #expect(helper.wait() == 0, "\(helper.errorText())")
+        // LMDB commits a transaction that changed nothing without syncing; the trim's commit
+        // before it left its meta page unsynced, so the removal must sync, and the failing sync
+        // must reach it.
+        #expect(line?.hasPrefix("remove error") == true, "\(line ?? "no output")")
+        #expect(helper.errorText().contains("inject-faults: injected fdatasync"), "\(helper.errorText())")
+    }
+
     /// True in a ThreadSanitizer or AddressSanitizer build, whose shadow memory takes terabytes of
     /// address space: there an address-space limit says nothing about the map.
     static let underSanitizer = ["__tsan_init", "__asan_init"].contains { (name: String) in
