@@ -182,7 +182,7 @@ extension DiskStore {
         guard
             var batch = state.withLock({
                 $0.takeBatch(
-                    maxWrites: Self.maxBatchWrites, maxBytes: Self.maxBatchBytes, maxAccesses: Self.accessBatchSize)
+                    maxWrites: Self.maxBatchWrites, maxBytes: Self.maxBatchBytes, maxAccesses: Self.maxAccessesPerBatch)
             })
         else {
             return nil

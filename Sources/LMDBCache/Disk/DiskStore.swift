@@ -91,9 +91,13 @@ final class DiskStore: Sendable {
     /// copies the pages it changes, and the pages it frees are reusable only two transactions
     /// later, so small transactions are what fit in the space reserve.
     static let emergencyTrimBatchSize = 16
-    /// Buffered access times that make the writer commit them without waiting for a write, and
-    /// the most one transaction records.
+    /// Buffered access times that make the writer commit them without waiting for a write.
     static let accessBatchSize = 1_000
+    /// Most access times one transaction records. Each moves an entry in two indexes ordered by
+    /// time and by key, touching pages all over both, so a transaction copies and syncs about as
+    /// many pages for a few thousand as for one thousand: a writer that fell behind catches up in
+    /// larger transactions.
+    static let maxAccessesPerBatch = 16_384
     /// Most access times buffered; later ones are dropped until the writer catches up.
     static let maxBufferedAccesses = 100_000
 
