@@ -165,7 +165,10 @@ struct PendingWrites {
     private var synchronousWaiters: [UInt64: CacheError?] = [:]
     /// The first failure no `flush()` has reported yet.
     private(set) var unreportedFailure: CacheError?
-    /// True while a drain job is queued or running on the writer.
+    /// Set with a drain job queued (or a caller committing in the writer's place); cleared, under
+    /// this lock, only by whoever finds nothing left. A drain that another writer job runs
+    /// (flush, trim) may clear it too, or queue a second drain job: either is harmless, since
+    /// the next write sets it again and an extra drain finds nothing to do.
     var drainScheduled = false
     /// The limits of the handle that queued the newest insert.
     private var limits: DiskLimits?
