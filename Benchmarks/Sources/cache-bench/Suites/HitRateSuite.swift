@@ -69,6 +69,13 @@ struct HitRateSuite: Suite {
                     "LMDBCache", "shards 1",
                     { replayMemoryCache(trace, capacity: capacity, byteBounded: byteBounded, shards: 1) }
                 ),
+                (
+                    "LMDBCache", "lru",
+                    {
+                        replayMemoryCache(
+                            trace, capacity: capacity, byteBounded: byteBounded, shards: nil, policy: .lru)
+                    }
+                ),
                 ("LRU", nil, { replayExactLRU(trace, capacity: capacity) }),
             ]
             // The disk tier, count-bounded traces only (its cost is bytes on disk, not the trace's
@@ -142,13 +149,16 @@ struct HitRateSuite: Suite {
             + "committed per hit: \(diskUpdates)."
         var notes: [String] = [
             "Replay: each request is a lookup; a miss inserts the object. hit ratio = hits / requests.",
-            "LMDBCache: MemoryCache with its default configuration: its shards each hold an equal share of the "
-                + "capacity and evict their own least recently used entry, so its LRU is approximate across shards. "
-                + "Swift seeds its hashing per process, so keys fall into other shards on every run and this row "
-                + "moves by a few hundredths of a point between runs.",
-            "LMDBCache (shards 1): the same with Configuration.shards = 1, one LRU list over the whole capacity. "
-                + "Not quite exact LRU either: a hit on an entry among the most recently moved eighth of its "
-                + "shard is not moved again (LRUShard.markUsed), which saves writes on hot keys.",
+            "LMDBCache: MemoryCache with its default configuration (policy .adaptive, W-TinyLFU with a "
+                + "hill-climbing window): its shards each hold an equal share of the capacity and admit and evict "
+                + "on their own. Swift seeds its hashing per process and each cache seeds its frequency sketch "
+                + "at random, so keys fall into other shards and sketch counters on every run and this row "
+                + "moves a little between runs.",
+            "LMDBCache (shards 1): the same with Configuration.shards = 1, one policy over the whole capacity.",
+            "LMDBCache (lru): the default shards with policy .lru: each shard evicts its own least recently used "
+                + "entry, so its LRU is approximate across shards. Not quite exact LRU either: a hit on an entry "
+                + "among the most recently moved eighth of its shard is not moved again (MemoryShard.markUsed), "
+                + "which saves writes on hot keys.",
             "LRU: an exact single-threaded LRU in the harness (Systems/HitRate/ExactLRU.swift).",
             diskNote,
 
@@ -195,14 +205,16 @@ struct HitRateSuite: Suite {
 
 /// Replays `trace` through a `MemoryCache` of `capacity` entries (or bytes); returns the hits
 /// and the time the replay took.
-func replayMemoryCache(_ trace: Trace, capacity: Int, byteBounded: Bool, shards: Int?) -> (
-    hits: Int, nanoseconds: UInt64
-) {
+func replayMemoryCache(
+    _ trace: Trace, capacity: Int, byteBounded: Bool, shards: Int?,
+    policy: MemoryCache<UInt64, Bool>.Policy = .adaptive
+) -> (hits: Int, nanoseconds: UInt64) {
     var configuration =
         byteBounded
         ? MemoryCache<UInt64, Bool>.Configuration(costLimit: capacity)
         : MemoryCache<UInt64, Bool>.Configuration(countLimit: capacity)
     configuration.shards = shards
+    configuration.policy = policy
     configuration.automaticTrimming = false
     let cache = MemoryCache<UInt64, Bool>(configuration: configuration)
     var hits = 0
