@@ -9,16 +9,21 @@
 /// A large window favours recency (LRU-like), a small one frequency (the sketch decides more).
 @usableFromInline
 struct AdaptiveWindow {
-    /// The window's share when a cache starts: 1 %, TinyLFU's default, good for most workloads.
-    @usableFromInline static var initialShare: Double { 0.01 }
+    /// The window's share when a cache starts: 20 %. Caffeine starts at 1 %, right for
+    /// frequency-heavy workloads; from 20 % the climber is a few steps from either end of its
+    /// range, and until it has moved the policy is still close to LRU on recency-heavy ones.
+    @usableFromInline static var initialShare: Double { 0.2 }
     /// The largest share: 80 %; the main area keeps a fifth, so frequency never stops counting.
     @usableFromInline static var maximumShare: Double { 0.8 }
-    /// A full step: 6.25 % of the capacity.
+    /// A full step: 6.25 % of the capacity (Caffeine's).
     @usableFromInline static var fullStep: Double { 0.0625 }
-    /// Each sample's step is this much of the last one.
+    /// Each sample's step is this much of the last one (Caffeine's).
     @usableFromInline static var decay: Double { 0.98 }
-    /// A change in the hit ratio this large restarts the climb with a full step.
-    @usableFromInline static var restartThreshold: Double { 0.05 }
+    /// A change in the hit ratio this large restarts the climb with a full step: 20 points.
+    /// Caffeine uses 5 over samples of ten times the capacity; a shard's samples are short (64
+    /// lookups for a small shard, where the hit ratio's noise alone is a few points), and a lower
+    /// threshold restarted the climb on noise.
+    @usableFromInline static var restartThreshold: Double { 0.2 }
 
     /// The window's current share of the capacity, 0 … ``maximumShare``.
     @usableFromInline var share = initialShare

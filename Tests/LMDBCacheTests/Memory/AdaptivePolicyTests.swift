@@ -112,59 +112,72 @@ struct AdaptivePolicyTests {
     func rejectedCandidateByCount() {
         let log = RemovalLog<Int, Int>()
         let cache = Self.cache(.adaptive, countLimit: 10, log: log)
-        let hot = 0..<9
+        let hot = 0..<6
         for key in hot { cache[key] = key }
         for _ in 0..<5 {
             for key in hot { _ = cache[key] }
         }
-        cache[100] = 100  // the window's previous entry, the last hot key, joins the main area: room for it
-        cache[101] = 101  // 100 leaves the window, the shard is full: 100 loses to the main area's victim
-        #expect(cache[100] == nil)
-        #expect(cache[101] == 101)
-        #expect(log.reasons.contains { $0.0 == 100 && $0.1 == .count })
+        // New keys fill the shard, then leave the window one by one and lose to the hot keys.
+        for key in 100..<120 { cache[key] = key }
+        let rejected = log.reasons.filter { $0.1 == .count }.map(\.0)
+        #expect(!rejected.isEmpty)
+        #expect(rejected.allSatisfy { $0 >= 100 && cache[$0] == nil })
         #expect(!log.reasons.contains { hot.contains($0.0) }, "no hot key was evicted")
+        #expect(hot.allSatisfy { cache[$0] == $0 })
+        #expect(cache[119] == 119, "the newest stays")
+        #expect(cache.totalCount == 10)
     }
 
     @Test("a candidate that loses the admission contest is evicted with reason .cost")
     func rejectedCandidateByCost() {
         let log = RemovalLog<Int, Int>()
         let cache = Self.cache(.adaptive, costLimit: 100, log: log)
-        let hot = 0..<8
+        let hot = 0..<6
         for key in hot { cache.insert(key, forKey: key, cost: 10) }
         for _ in 0..<5 {
             for key in hot { _ = cache[key] }
         }
-        cache.insert(100, forKey: 100, cost: 20)  // room for the last hot key to join the main area
-        cache.insert(101, forKey: 101, cost: 15)  // 100 would need two hot entries' room: it must beat both
-        #expect(cache[100] == nil)
-        #expect(cache[101] == 101)
-        #expect(log.reasons.contains { $0.0 == 100 && $0.1 == .cost })
+        // Each new key costs 15: once the shard is full it needs two victims' room, and must
+        // beat both.
+        for key in 100..<120 {
+            cache.insert(key, forKey: key, cost: 15)
+            #expect(cache.totalCost <= 100)
+        }
+        let rejected = log.reasons.filter { $0.1 == .cost }.map(\.0)
+        #expect(!rejected.isEmpty)
+        #expect(rejected.allSatisfy { $0 >= 100 && cache[$0] == nil })
         #expect(!log.reasons.contains { hot.contains($0.0) }, "no hot key was evicted")
-        #expect(cache.totalCost <= 100)
+        #expect(cache[119] == 119, "the newest stays")
     }
 
-    @Test("a recency-heavy workload grows the window; a frequency-heavy one then shrinks it")
-    func adaptation() {
+    @Test("a recency-heavy workload grows the window")
+    func recencyGrowsTheWindow() {
         let cache = Self.cache(.adaptive, countLimit: 200)
         #expect(cache.windowShares == [AdaptiveWindow.initialShare])
-        // Recency: every key is read again 60 requests after its first use, then never; only a
-        // window that holds it that long catches the second read.
-        var next = 0
-        for step in 0..<60_000 {
-            let key = step % 2 == 0 ? next : next - 30
-            if step % 2 == 0 { next += 1 }
+        // A working set of 150 keys sliding forward one key every two requests: each key is
+        // popular for a while, then never read again. The main area fills with keys popular
+        // before; the more the window holds, the more of the current set is cached.
+        var random = PowerLossRandom(seed: 1)
+        for step in 0..<100_000 {
+            let key = step / 2 + Int(random.next() % 150)
             if cache[key] == nil { cache[key] = key }
         }
-        let grown = cache.windowShares[0]
-        #expect(grown > 0.2, "window share \(grown)")
-        // Frequency: a fixed popular set among a stream of one-hit keys.
+        let share = cache.windowShares[0]
+        #expect(share > AdaptiveWindow.initialShare + 0.3, "window share \(share)")
+    }
+
+    @Test("a frequency-heavy workload shrinks the window")
+    func frequencyShrinksTheWindow() {
+        let cache = Self.cache(.adaptive, countLimit: 200)
+        // Two requests in three go to 150 popular keys, the third to a key read once: the smaller
+        // the window, the fewer popular keys the one-hit keys push out.
         var random = PowerLossRandom(seed: 9)
-        for _ in 0..<200_000 {
-            let key = random.next() % 2 == 0 ? Int(random.next() % 150) : 1_000_000 + Int(random.next() % 10_000_000)
+        for step in 0..<100_000 {
+            let key = step % 3 != 0 ? Int(random.next() % 150) : 1_000_000 + step
             if cache[key] == nil { cache[key] = key }
         }
-        let shrunk = cache.windowShares[0]
-        #expect(shrunk < grown / 2, "window share \(grown) → \(shrunk)")
+        let share = cache.windowShares[0]
+        #expect(share < AdaptiveWindow.initialShare / 2, "window share \(share)")
     }
 
     @Test("each cache seeds its sketches at random, so colliding keys differ between instances")
@@ -192,10 +205,16 @@ struct AdaptivePolicyTests {
         // Candidates seen 7 times (warm, but below every main entry) meet the contest as the next
         // insert pushes them out of the window.
         var admitted = 0
+        var filler = 1_000_000
         for candidate in 100..<4_100 {
             for _ in 0..<6 { shard.sketch.increment(UInt32(candidate)) }
             insert(candidate)
-            insert(candidate + 100_000)  // seen once: always loses
+            // Keys seen once (they always lose) push the candidate out of the window.
+            while let index = shard.find(candidate, tag: UInt32(candidate)), shard.nodes[Int(index)].segment == .window
+            {
+                insert(filler)
+                filler += 1
+            }
             if shard.contains(candidate, tag: UInt32(candidate), now: 0) { admitted += 1 }
         }
         // One in 128 of 4,000: about 31.
