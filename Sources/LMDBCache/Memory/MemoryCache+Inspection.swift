@@ -2,8 +2,9 @@
 
 extension MemoryCache {
     /// Each shard's window share under ``Policy/adaptive`` (1 under `.lru`, whose one list is
-    /// all window).
-    var windowShares: [Double] {
+    /// all window): for tests and for the benchmarks' report, not a stable API.
+    @_spi(Diagnostics)
+    public var windowShares: [Double] {
         (0..<shards.count).map { index in shards.withLock(at: index) { $0.windowShare } }
     }
 

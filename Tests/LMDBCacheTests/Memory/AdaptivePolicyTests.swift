@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import LMDBCache
+@_spi(Diagnostics) @testable import LMDBCache
 
 @Suite("Memory tier: the adaptive policy")
 struct AdaptivePolicyTests {
