@@ -25,11 +25,12 @@ struct FrequencySketch {
     @usableFromInline static var maximumCapacity: Int { 1 << 14 }
 
     /// A sketch for about `capacity` keys (clamped to 8 … ``maximumCapacity``): one word per key,
-    /// rounded up to a power of two.
+    /// rounded up to a power of two, and at least 64 words (512 bytes), so that even a shard of a
+    /// few entries tells a newcomer from its popular keys.
     @inlinable
     init(capacity: Int, seed: UInt64) {
         let capacity = min(max(capacity, 8), Self.maximumCapacity)
-        var bits = 3
+        var bits = 6
         while 1 << bits < capacity { bits += 1 }
         wordBits = bits
         words = Array(repeating: 0, count: 1 << bits)

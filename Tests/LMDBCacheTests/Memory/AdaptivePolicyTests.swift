@@ -150,34 +150,66 @@ struct AdaptivePolicyTests {
         #expect(cache[119] == 119, "the newest stays")
     }
 
-    @Test("a recency-heavy workload grows the window")
-    func recencyGrowsTheWindow() {
-        let cache = Self.cache(.adaptive, countLimit: 200)
-        #expect(cache.windowShares == [AdaptiveWindow.initialShare])
+    /// Replays `keys` (a lookup, and an insert on a miss) through one adaptive shard of 200 entries
+    /// with a fixed sketch seed and tags, so the run is the same every time; returns where the
+    /// window's share ended.
+    static func windowShare(seed: UInt64, requests: Int, _ key: (inout PowerLossRandom, Int) -> Int) -> Double {
+        var shard = MemoryShard<Int, Int>(limits: .init(count: 200, cost: nil, age: nil), adaptive: true, seed: seed)
+        var random = PowerLossRandom(seed: seed)
+        var removed = RemovedEntries<Int, Int>()
+        for step in 0..<requests {
+            let key = key(&random, step)
+            let tag = UInt32(truncatingIfNeeded: key)
+            if shard.value(forKey: key, tag: tag, now: 0, removed: &removed) == nil {
+                shard.insert(key, forKey: key, tag: tag, cost: 0, expires: 0, now: 0, removed: &removed)
+            }
+            removed = RemovedEntries()
+        }
+        return shard.windowShare
+    }
+
+    @Test("a recency-heavy workload grows the window", arguments: [1, 2, 3, 4] as [UInt64])
+    func recencyGrowsTheWindow(seed: UInt64) {
         // A working set of 150 keys sliding forward one key every two requests: each key is
         // popular for a while, then never read again. The main area fills with keys popular
         // before; the more the window holds, the more of the current set is cached.
-        var random = PowerLossRandom(seed: 1)
-        for step in 0..<100_000 {
-            let key = step / 2 + Int(random.next() % 150)
-            if cache[key] == nil { cache[key] = key }
+        let share = Self.windowShare(seed: seed, requests: 100_000) { random, step in
+            step / 2 + Int(random.next() % 150)
         }
-        let share = cache.windowShares[0]
         #expect(share > AdaptiveWindow.initialShare + 0.3, "window share \(share)")
     }
 
-    @Test("a frequency-heavy workload shrinks the window")
-    func frequencyShrinksTheWindow() {
-        let cache = Self.cache(.adaptive, countLimit: 200)
-        // Two requests in three go to 150 popular keys, the third to a key read once: the smaller
-        // the window, the fewer popular keys the one-hit keys push out.
-        var random = PowerLossRandom(seed: 9)
-        for step in 0..<100_000 {
-            let key = step % 3 != 0 ? Int(random.next() % 150) : 1_000_000 + step
-            if cache[key] == nil { cache[key] = key }
+    @Test("a frequency-heavy workload shrinks the window", arguments: [1, 2, 3, 4] as [UInt64])
+    func frequencyShrinksTheWindow(seed: UInt64) {
+        // Three requests in four go to 180 popular keys, the fourth to a key read once: the
+        // smaller the window, the more of the popular keys the main area holds.
+        let share = Self.windowShare(seed: seed, requests: 100_000) { random, step in
+            step % 4 != 0 ? Int(random.next() % 180) : 1_000_000 + step
         }
-        let share = cache.windowShares[0]
         #expect(share < AdaptiveWindow.initialShare / 2, "window share \(share)")
+    }
+
+    @Test("a new cache's window starts at its initial share")
+    func initialShare() {
+        #expect(Self.cache(.adaptive, countLimit: 200).windowShares == [AdaptiveWindow.initialShare])
+        #expect(Self.cache(.lru, countLimit: 200).windowShares == [1])
+    }
+
+    @Test("a disk hit promoted into memory counts as an access of its key")
+    func diskHitIsAnAccess() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        var configuration = Cache<String, String>.Configuration(memory: .init(countLimit: 100))
+        configuration.memory.shards = 1
+        let cache = try Cache<String, String>(directory: dir.url, configuration: configuration)
+        defer { cache.close() }
+        cache["k"] = "v"
+        cache.memory.removeValue(forKey: "k")  // on disk only now
+        let before = cache.memory.estimatedFrequency(of: "k")
+        #expect(cache["k"] == "v")
+        #expect(cache.memory.contains("k"), "promoted")
+        // The memory tier's miss and the promotion both count.
+        #expect(cache.memory.estimatedFrequency(of: "k") >= before + 2)
     }
 
     @Test("each cache seeds its sketches at random, so colliding keys differ between instances")
