@@ -1,9 +1,11 @@
 /// How often keys were seen recently, approximately: a count-min sketch of 4-bit counters, the
 /// popularity estimate of the ``MemoryCache/Policy/adaptive`` policy (one per shard).
 ///
-/// Sixteen counters are packed in each `UInt64` word. A key has one counter in each of four rows;
-/// its estimate is the least of them, which never under-counts (collisions only add) and rarely
-/// over-counts much. Counters saturate at 15: enough to tell a one-hit wonder from a hot key.
+/// Sixteen counters are packed in each `UInt64` word. A key has one counter in each of four rows,
+/// all in one block of eight words (Caffeine's layout: an update touches one 64-byte stretch of
+/// memory, not four scattered words). Its estimate is the least of the four, which never
+/// under-counts (collisions only add) and rarely over-counts much. Counters saturate at 15:
+/// enough to tell a one-hit wonder from a hot key.
 /// After ``sampleSize`` counted additions every counter is halved, so popularity fades and the
 /// sketch follows a changing workload (TinyLFU's reset).
 ///
@@ -102,20 +104,15 @@ struct FrequencySketch {
         return x ^ (x >> 31)
     }
 
-    /// Row `row`'s counter for `hash`: its word (the top bits of the hash times an odd constant
-    /// of the row's) and its bit offset (row `r` uses counters `4r … 4r + 3` of a word, two bits
-    /// of the hash choosing one).
+    /// Row `row`'s counter for `hash`. All four of a key's counters lie in one block of eight
+    /// words (64 bytes; the array's storage is 16-byte aligned, so one or two cache lines), chosen by the top bits of the hash times an odd constant,
+    /// so an increment or an estimate touches one line; row `r` uses word `2r` or `2r + 1` of the
+    /// block and one of its sixteen counters, each chosen by bits of the hash of their own.
     @inlinable @inline(__always)
     func position(_ hash: UInt64, row: Int) -> (word: Int, shift: UInt64) {
-        let multiplier: UInt64
-        switch row {
-        case 0: multiplier = 0x9E37_79B9_7F4A_7C15
-        case 1: multiplier = 0xC2B2_AE3D_27D4_EB4F
-        case 2: multiplier = 0x1656_67B1_9E37_79F9
-        default: multiplier = 0xD6E8_FEB8_6659_FD93
-        }
-        let word = Int(truncatingIfNeeded: (hash &* multiplier) >> UInt64(64 - wordBits))
-        let counter = UInt64(row << 2) | ((hash >> UInt64(row << 1)) & 3)
+        let block = Int(truncatingIfNeeded: (hash &* 0x9E37_79B9_7F4A_7C15) >> UInt64(67 - wordBits)) << 3
+        let word = block | (row << 1) | Int(truncatingIfNeeded: (hash >> UInt64(row)) & 1)
+        let counter = (hash >> UInt64(8 + (row << 2))) & 15
         return (word, counter << 2)
     }
 }

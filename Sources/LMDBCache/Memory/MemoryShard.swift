@@ -183,9 +183,10 @@ struct MemoryShard<Key: Hashable, Value> {
             nodes[i].cost = cost
             nodes[i].accessed = now
             nodes[i].expires = expires
-            if isAdaptive {
-                // A new value starts over as the window's newest entry, which stays until the next
-                // insert (read your writes), and is judged again when it leaves the window.
+            if isAdaptive && change > 0 {
+                // A costlier value may make room by evicting: it starts over as the window's newest
+                // entry, which stays until the next insert (read your writes), and is judged again
+                // when it leaves the window. A value costing no more evicts nothing, and is a use.
                 detach(index)
                 attach(index, to: .window)
             } else {
