@@ -27,8 +27,8 @@ struct AdaptiveWindow {
 
     /// The window's current share of the capacity, 0 … ``maximumShare``.
     @usableFromInline var share = initialShare
-    /// The next move, signed. The first grows the window: from 1 %, near the lower bound, only a
-    /// larger window can show whether recency pays.
+    /// The next move, signed. The first grows the window: from the initial 20 %, in the lower part of
+    /// the range, only a larger window can show whether recency pays.
     @usableFromInline var step = fullStep
     @usableFromInline var hits = 0
     @usableFromInline var misses = 0

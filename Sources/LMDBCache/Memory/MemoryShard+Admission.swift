@@ -5,11 +5,13 @@
 // budget (its share of the limits), its least recently used entry is a *candidate* for the main
 // area. While the shard is within its limits the candidate simply joins probation. Otherwise it
 // must displace main entries, least recently used first (probation, then protected): it does so
-// only if the sketch rates it strictly more popular than each of them (with a cost limit a
-// candidate may need several), else it is evicted itself. A warm candidate (estimate above
-// `warmFrequency`) that loses is admitted anyway one time in 128, so keys an attacker floods the
-// sketch with cannot pin the main area. Whatever is still over the limits then goes from the main
-// area's LRU ends (the window may have grown), the window's older entries last. The newest entry
+// only if the sketch rates it strictly more popular than each of them, else it is evicted itself.
+// It displaces only what it adds (one entry over the count limit, at most its own cost over the
+// cost limit, so a candidate costing more than one victim may need several); victims expired or
+// idle past the age limit go without a contest (stale entries at the lists' ends go before it).
+// A warm candidate (estimate above `warmFrequency`) skips the comparison for one victim one time
+// in 128, so keys an attacker floods the sketch with cannot pin the main area. Whatever is still
+// over the limits then goes from the main area's LRU ends (the window may have grown), the window's older entries last. The newest entry
 // always stays in the window until the next insert: read your writes holds.
 
 /// What a shard's window and protected list may hold under `.adaptive`: shares of its limits.
@@ -83,6 +85,8 @@ extension MemoryShard {
     @inlinable
     mutating func enforceLimits(now: UInt64, removed: inout RemovedEntries<Key, Value>) {
         if isAdaptive {
+            // Stale entries first: a candidate must not lose to a victim that is gone anyway.
+            removeStaleEnds(now: now, removed: &removed)
             admitFromWindow(now: now, removed: &removed)
             evictFromMain(now: now, removed: &removed)
             removeIdleEnds(now: now, removed: &removed)
@@ -142,36 +146,55 @@ extension MemoryShard {
     }
 
     /// Admits `candidate` (the window's oldest) into probation if it beats every main entry it
-    /// must displace for the shard to fit its limits, evicting them; else evicts it.
+    /// must displace to make room for itself, evicting them; else evicts it.
+    ///
+    /// The candidate displaces only what it adds: one entry while over the count limit, and at
+    /// most its own cost while over the cost limit (whatever else is over goes from the main
+    /// area's LRU end afterwards); a cost-0 candidate with only the cost over displaces nothing.
+    /// A victim expired or idle past the age limit is evicted without comparing frequencies. A
+    /// lucky warm candidate skips the comparison for one victim only.
     @inlinable
     mutating func contest(_ candidate: Int32, now: UInt64, removed: inout RemovedEntries<Key, Value>) {
         let excessCount = limits.count.map { count - $0 } ?? 0
         let excessCost = limits.cost.map { cost - Int128($0) } ?? 0
+        let neededCount = excessCount > 0 ? 1 : 0
+        let neededCost = max(0, min(excessCost, Int128(nodes[Int(candidate)].cost)))
         let frequency = sketch.frequency(nodes[Int(candidate)].tag)
-        let lucky = frequency > Self.warmFrequency && nextRandom() & 127 == 0
+        var lucky = frequency > Self.warmFrequency && nextRandom() & 127 == 0
         var victims = 0
         var freedCount = 0
         var freedCost: Int128 = 0
         var victim = mainVictim
         var admitted = true
-        while freedCount < excessCount || freedCost < excessCost {
+        while freedCount < neededCount || freedCost < neededCost {
             // Past the main area's newest entry the candidate would need more room than it has.
-            guard victim >= 0, lucky || frequency > sketch.frequency(nodes[Int(victim)].tag) else {
+            guard victim >= 0 else {
                 admitted = false
                 break
             }
+            let v = Int(victim)
+            if staleness(expires: nodes[v].expires, accessed: nodes[v].accessed, now: now) == nil {
+                if lucky {
+                    lucky = false
+                } else if frequency <= sketch.frequency(nodes[v].tag) {
+                    admitted = false
+                    break
+                }
+            }
             victims += 1
             freedCount += 1
-            freedCost += Int128(nodes[Int(victim)].cost)
-            let next = links[Int(victim)].newer
-            victim = next >= 0 || nodes[Int(victim)].segment == .protected ? next : protected.oldest
+            freedCost += Int128(nodes[v].cost)
+            let next = links[v].newer
+            victim = next >= 0 || nodes[v].segment == .protected ? next : protected.oldest
         }
         guard admitted else {
             evict(candidate, reason: excessReason ?? .count, now: now, removed: &removed)
             return
         }
         for _ in 0..<victims {
-            evict(mainVictim, reason: excessReason ?? .count, now: now, removed: &removed)
+            let v = Int(mainVictim)
+            let stale = staleness(expires: nodes[v].expires, accessed: nodes[v].accessed, now: now)
+            evict(mainVictim, reason: stale ?? excessReason ?? .count, now: now, removed: &removed)
         }
         detach(candidate)
         attach(candidate, to: .probation)
@@ -186,6 +209,21 @@ extension MemoryShard {
             guard victim >= 0 else { return }
             isFull = true
             evict(victim, reason: reason, now: now, removed: &removed)
+        }
+    }
+
+    /// Removes entries expired, or idle past the age limit, from the least recently used end of
+    /// each list (the window's newest stays: read your writes).
+    @inlinable
+    mutating func removeStaleEnds(now: UInt64, removed: inout RemovedEntries<Key, Value>) {
+        for segment in Segment.evictionOrder {
+            while case let index = self[list: segment].oldest, index >= 0,
+                segment != .window || window.count > 1,
+                let reason = staleness(
+                    expires: nodes[Int(index)].expires, accessed: nodes[Int(index)].accessed, now: now)
+            {
+                evict(index, reason: reason, now: now, removed: &removed)
+            }
         }
     }
 
