@@ -6,9 +6,14 @@ public enum RemovalReason: String, Sendable, CaseIterable, Hashable {
     case replaced
     /// Its per-entry expiry (`expiresAfter`) passed.
     case expired
-    /// Evicted, least recently used first, to keep the tier within its count limit.
+    /// Evicted to keep the tier within its count limit: least recently used first, or, in a
+    /// memory tier under `MemoryCache.Policy.adaptive`, the entry that lost the admission contest
+    /// (a newcomer leaving the window that the frequency sketch rates no more popular than the
+    /// main-area entry it would displace, or that main-area entry).
     case count
-    /// Evicted, least recently used first, to keep the tier within its cost limit.
+    /// Evicted to keep the tier within its cost limit, as ``count`` (an entry costlier than a
+    /// memory shard's share of the limit goes at once, and under `.adaptive` a newcomer that would
+    /// need several main-area entries' room must beat each of them).
     case cost
     /// Not read or written for longer than the tier's age limit.
     case age

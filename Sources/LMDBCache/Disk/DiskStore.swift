@@ -7,7 +7,7 @@ import Synchronization
 //
 // A read, `cache["k"]`:
 //   Cache/Cache.swift           `value(forKey:)` asks the memory tier (Memory/MemoryCache.swift,
-//                               LRUShard.swift); on a miss, `diskValue` asks the disk tier.
+//                               MemoryShard.swift); on a miss, `diskValue` asks the disk tier.
 //   Disk/DiskCache.swift        `entry(forKey:)`: the key becomes a StorageKey (StorageKey.swift),
 //                               the clock gives `now`, and the store is asked.
 //   Disk/DiskStore+Reads.swift  `lookUp`: a write still queued (PendingWrites.swift) wins; else

@@ -28,12 +28,17 @@ extension MemoryCache {
         public var shards: Int?
         /// The time source for expiry and age.
         public var clock: CacheClock = .system
+        /// What to keep when a count or cost limit is reached: ``Policy/adaptive`` (frequency
+        /// admission with an adaptive recency window, the default) or ``Policy/lru``.
+        public var policy: Policy
 
         /// A configuration with the given limits and defaults for everything else.
         public init(
             countLimit: Int? = nil, costLimit: Int? = nil, ageLimit: Duration? = nil,
-            autoTrimInterval: Duration = .seconds(5), weigher: (@Sendable (Value) -> Int)? = nil
+            autoTrimInterval: Duration = .seconds(5), weigher: (@Sendable (Value) -> Int)? = nil,
+            policy: Policy = .adaptive
         ) {
+            self.policy = policy
             self.countLimit = countLimit
             self.costLimit = costLimit
             self.ageLimit = ageLimit
@@ -46,7 +51,7 @@ extension MemoryCache {
         /// By default eight per core (a power of two, at most 256), halved while a shard's share
         /// would fall below 64 entries of the count limit or 512 KiB of the cost limit (RocksDB's
         /// minimum shard size), so small caches keep a useful LRU per shard. Each shard holds an
-        /// equal share of each limit and evicts its own least recently used entries.
+        /// equal share of each limit and chooses its own evictions.
         public var shardCount: Int {
             if let shards { return Self.powerOfTwo(atLeast: max(1, min(shards, 1 << 16))) }
             var count = min(Self.powerOfTwo(atLeast: ProcessInfo.processInfo.activeProcessorCount * 8), 256)

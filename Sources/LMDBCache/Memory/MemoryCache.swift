@@ -2,13 +2,15 @@ import Logging
 import Metrics
 import Synchronization
 
-/// An in-memory least-recently-used cache with count, cost, age and per-entry expiry limits.
+/// An in-memory cache with count, cost, age and per-entry expiry limits, which admits entries
+/// by frequency (``Policy/adaptive``, the default) or keeps the least recently used
+/// (``Policy/lru``).
 ///
 /// Entries are spread over a power-of-two number of shards by their key's hash, each behind its
-/// own lock with its own hash index and LRU list, so threads working on different keys rarely
-/// wait for each other. Each shard holds an equal share of the limits and evicts its own least
-/// recently used entries; every limit holds after every insert. Removed values are released, and
-/// the removal listener called, after the shard's lock is dropped.
+/// own lock with its own hash index and lists, so threads working on different keys rarely wait
+/// for each other. Each shard holds an equal share of the limits and chooses its own evictions
+/// by the policy; every limit holds after every insert. Removed values are released, and the
+/// removal listener called, after the shard's lock is dropped.
 ///
 /// ```swift
 /// let hot = MemoryCache<Int, [UInt8]>(configuration: .init(countLimit: 1_000))
@@ -48,13 +50,15 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     init(configuration: Configuration, removalListener: RemovalListener?, metrics: TierMetrics?, logger: Logger?) {
         self.configuration = configuration
         let count = configuration.shardCount
+        var random = SystemRandomNumberGenerator()
         shards = ShardArray(
             (0..<count).map { index in
-                LRUShard(
+                MemoryShard(
                     limits: .init(
                         count: Configuration.share(of: configuration.countLimit, shard: index, of: count),
                         cost: Configuration.share(of: configuration.costLimit, shard: index, of: count),
-                        age: configuration.ageLimit?.milliseconds))
+                        age: configuration.ageLimit?.milliseconds),
+                    adaptive: configuration.policy == .adaptive, seed: random.next())
             })
         shardShift = Int.bitWidth - count.trailingZeroBitCount
         clock = configuration.clock
@@ -87,8 +91,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     // MARK: Values
 
-    /// The live value for `key`, which becomes the most recently used entry; nil when there is
-    /// none or it expired or sat idle past the age limit.
+    /// The live value for `key`, which becomes the most recently used entry of its list (and
+    /// counts as an access for ``Policy/adaptive``); nil when there is none or it expired or sat
+    /// idle past the age limit.
     ///
     /// - Complexity: O(1) expected. A hit allocates nothing.
     @inlinable
@@ -97,7 +102,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     /// Stores `value` under `key` as the most recently used entry, replacing any value there, then
-    /// evicts least recently used entries until every limit holds.
+    /// evicts until every limit holds: least recently used entries under ``Policy/lru``; under
+    /// ``Policy/adaptive`` the loser of the admission contest (the value stored here stays at
+    /// least until the next insert into its shard, so a read right after this call finds it).
     ///
     /// - Parameters:
     ///   - value: the value to store.
@@ -135,7 +142,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let cost = max(0, cost ?? weigher?(value) ?? 0)
         var removed = RemovedEntries<Key, Value>()
         let report = shards.withLock(at: shardIndex(hash)) { shard -> ShardReport? in
-            if let ifGeneration, shard.generation != ifGeneration { return nil }
+            if let ifGeneration, shard.generation != ifGeneration {
+                // Not promoted, but a disk hit is an access all the same.
+                shard.recordAccess(tag: SlotTable.tag(hash))
+                return nil
+            }
             // Relaxed is enough: the shard lock orders this read after the close's emptying.
             if isClosed.load(ordering: .relaxed) { return nil }
             shard.insert(
@@ -286,7 +297,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             while true {
                 var removed = RemovedEntries<Key, Value>()
                 let (slots, report) = shards.withLock(at: index) { shard in
-                    shard.removeExpired(inSlots: start..<(start + Self.expiryScanBatch), now: now, removed: &removed)
+                    shard.removeExpired(
+                        inSlots: start..<(start + Self.expiryScanBatch), now: now, idleBefore: cutoff,
+                        removed: &removed)
                     return (shard.nodeSlots, metrics == nil ? nil : shard.takeReport(force: false))
                 }
                 total += removed.count
@@ -308,42 +321,6 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         return total
     }
 
-    // MARK: Totals
-
-    /// The number of entries, expired ones not yet removed included.
-    public var totalCount: Int {
-        (0..<shards.count).reduce(0) { total, index in total + shards.withLock(at: index) { $0.count } }
-    }
-
-    /// The total cost of the entries, expired ones not yet removed included; `Int.max` when the
-    /// sum is larger (entries may each cost up to `Int.max`).
-    public var totalCost: Int {
-        Int(
-            clamping: (0..<shards.count).reduce(Int128(0)) { total, index in
-                total + shards.withLock(at: index) { $0.cost }
-            })
-    }
-
-    /// Hits, misses and removals by reason since the cache was created.
-    public var statistics: TierStatistics {
-        var result = TierStatistics()
-        var removals = [Int](repeating: 0, count: RemovalReason.allCases.count)
-        for index in 0..<shards.count {
-            let report = shards.withLock(at: index) { shard in
-                let statistics = shard.statistics
-                result.hits += statistics.hits
-                result.misses += statistics.misses
-                for index in removals.indices { removals[index] += statistics.removals[index] }
-                return metrics == nil ? nil : shard.takeReport(force: true)
-            }
-            finish(RemovedEntries(), report)
-        }
-        for reason in RemovalReason.allCases where removals[reason.index] > 0 {
-            result.removals[reason] = removals[reason.index]
-        }
-        return result
-    }
-
     // MARK: Internals
 
     @inlinable @inline(__always)
@@ -351,14 +328,14 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         Int(truncatingIfNeeded: UInt(bitPattern: hash) >> UInt(shardShift))
     }
 
-    private func forEachShard(_ body: (inout LRUShard<Key, Value>, inout RemovedEntries<Key, Value>) -> Void) {
+    private func forEachShard(_ body: (inout MemoryShard<Key, Value>, inout RemovedEntries<Key, Value>) -> Void) {
         forEachShard(now: 0) { shard, _, _, removed in body(&shard, &removed) }
     }
 
     /// Runs `body` on each shard in turn, one lock at a time, finishing each shard's removals
     /// after its lock is dropped.
     private func forEachShard(
-        now: UInt64, _ body: (inout LRUShard<Key, Value>, Int, UInt64, inout RemovedEntries<Key, Value>) -> Void
+        now: UInt64, _ body: (inout MemoryShard<Key, Value>, Int, UInt64, inout RemovedEntries<Key, Value>) -> Void
     ) {
         for index in 0..<shards.count {
             var removed = RemovedEntries<Key, Value>()

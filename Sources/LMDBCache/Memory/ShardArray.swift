@@ -1,6 +1,6 @@
 import Glibc
 
-/// The shards of a ``MemoryCache``, each a pthread mutex and an ``LRUShard`` side by side in one
+/// The shards of a ``MemoryCache``, each a pthread mutex and an ``MemoryShard`` side by side in one
 /// allocation, every shard on cache lines of its own.
 ///
 /// A value type over raw memory so that reaching a shard costs no reference counting: an array of
@@ -19,10 +19,10 @@ struct ShardArray<Key: Hashable, Value>: @unchecked Sendable {
     /// Where a slot's shard starts, after its mutex.
     @usableFromInline static var shardOffset: Int { 64 }
 
-    init(_ shards: [LRUShard<Key, Value>]) {
+    init(_ shards: [MemoryShard<Key, Value>]) {
         precondition(MemoryLayout<pthread_mutex_t>.size <= Self.shardOffset)
         count = shards.count
-        stride = (Self.shardOffset + MemoryLayout<LRUShard<Key, Value>>.size + 127) / 128 * 128
+        stride = (Self.shardOffset + MemoryLayout<MemoryShard<Key, Value>>.size + 127) / 128 * 128
         base = .allocate(byteCount: stride * count, alignment: 128)
         // Adaptive: a thread that finds the lock taken spins briefly before sleeping. Critical
         // sections here last tens of nanoseconds, and a futex sleep and wake-up costs
@@ -34,7 +34,7 @@ struct ShardArray<Key: Hashable, Value>: @unchecked Sendable {
         for (index, shard) in shards.enumerated() {
             let slot = base + index * stride
             pthread_mutex_init(slot.bindMemory(to: pthread_mutex_t.self, capacity: 1), &attributes)
-            (slot + Self.shardOffset).bindMemory(to: LRUShard<Key, Value>.self, capacity: 1).initialize(to: shard)
+            (slot + Self.shardOffset).bindMemory(to: MemoryShard<Key, Value>.self, capacity: 1).initialize(to: shard)
         }
     }
 
@@ -43,18 +43,18 @@ struct ShardArray<Key: Hashable, Value>: @unchecked Sendable {
         for index in 0..<count {
             let slot = base + index * stride
             pthread_mutex_destroy(slot.assumingMemoryBound(to: pthread_mutex_t.self))
-            _ = (slot + Self.shardOffset).assumingMemoryBound(to: LRUShard<Key, Value>.self).deinitialize(count: 1)
+            _ = (slot + Self.shardOffset).assumingMemoryBound(to: MemoryShard<Key, Value>.self).deinitialize(count: 1)
         }
         base.deallocate()
     }
 
     /// Runs `body` on shard `index` while holding its lock.
     @inlinable @inline(__always)
-    func withLock<T>(at index: Int, _ body: (inout LRUShard<Key, Value>) throws -> T) rethrows -> T {
+    func withLock<T>(at index: Int, _ body: (inout MemoryShard<Key, Value>) throws -> T) rethrows -> T {
         let slot = base + index &* stride
         let mutex = slot.assumingMemoryBound(to: pthread_mutex_t.self)
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return try body(&(slot + Self.shardOffset).assumingMemoryBound(to: LRUShard<Key, Value>.self).pointee)
+        return try body(&(slot + Self.shardOffset).assumingMemoryBound(to: MemoryShard<Key, Value>.self).pointee)
     }
 }

@@ -185,7 +185,7 @@ struct CacheTests {
         defer { dir.remove() }
         let clock = ManualClock()
         let log = RemovalLog<String, String>()
-        var configuration = Cache<String, String>.Configuration(memory: .init(countLimit: 3))
+        var configuration = Cache<String, String>.Configuration(memory: .init(countLimit: 3, policy: .lru))
         configuration.disk.countLimit = 3
         configuration.disk.lowWaterMark = 1
         let cache = try Self.open(dir, configuration, clock: clock, log: log)
@@ -260,7 +260,7 @@ struct CacheTests {
 
     @Test("a memory-only cache has no disk tier and the same API")
     func memoryOnly() {
-        let cache = Cache<Int, String>(memory: .init(countLimit: 2))
+        let cache = Cache<Int, String>(memory: .init(countLimit: 2, policy: .lru))
         cache[1] = "a"
         cache[2] = "b"
         cache[3] = "c"

@@ -38,7 +38,10 @@ struct MemoryCacheTests {
     @Test("over the count limit the least recently used entry goes, and a read makes an entry recent")
     func lruOrder() {
         let log = RemovalLog<String, Int>()
-        let cache = Self.cache(log: log) { $0.countLimit = 3 }
+        let cache = Self.cache(log: log) {
+            $0.countLimit = 3
+            $0.policy = .lru
+        }
         cache["a"] = 1
         cache["b"] = 2
         cache["c"] = 3
@@ -58,7 +61,10 @@ struct MemoryCacheTests {
 
     @Test("contains is not an access")
     func containsIsNotAnAccess() {
-        let cache = Self.cache { $0.countLimit = 2 }
+        let cache = Self.cache {
+            $0.countLimit = 2
+            $0.policy = .lru
+        }
         cache["a"] = 1
         cache["b"] = 2
         #expect(cache.contains("a"))
@@ -72,6 +78,7 @@ struct MemoryCacheTests {
         let cache = Self.cache(log: log) {
             $0.costLimit = 100
             $0.weigher = { $0 }
+            $0.policy = .lru
         }
         cache.insert(1, forKey: "a", cost: 40)
         cache.insert(2, forKey: "b", cost: 40)

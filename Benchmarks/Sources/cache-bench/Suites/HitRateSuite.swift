@@ -1,10 +1,10 @@
 import Foundation
-import LMDBCache
+@_spi(Diagnostics) import LMDBCache
 import Synchronization
 
-// The hit-rate suite: real traces replayed through the memory tier at several capacities, beside
-// an exact LRU (proving the replay against the published figures), the published LRU figures and
-// the published ARC figures (no replay: an adaptive policy to place LMDBCache's LRU against).
+// The hit-rate suite: real traces replayed through the memory tier at several capacities (its
+// default .adaptive policy and .lru), beside an exact LRU (proving the replay against the published
+// figures), the published LRU figures and the published ARC figures (no replay).
 
 struct HitRateSuite: Suite {
     let name = "hitrate"
@@ -57,17 +57,38 @@ struct HitRateSuite: Suite {
 
         var rows: [ResultRow] = []
         var diskAccessUpdates: [String] = []
+        var windowShares: [String] = []
         for capacity in sizes {
             let reference = PublishedHitRatios.lru(trace: trace.name, capacity: capacity)
             let arc = PublishedHitRatios.arc(trace: trace.name, capacity: capacity)
             var replays: [(system: String, variant: String?, replay: () throws -> (hits: Int, nanoseconds: UInt64))] = [
                 (
                     "LMDBCache", nil,
-                    { replayMemoryCache(trace, capacity: capacity, byteBounded: byteBounded, shards: nil) }
+                    {
+                        let replay = replayMemoryCache(trace, capacity: capacity, byteBounded: byteBounded, shards: nil)
+                        windowShares.append(
+                            "\(formatCapacity(capacity, bytes: byteBounded)): "
+                                + "\(formatPercent(replay.windowShares.min() ?? 0))–"
+                                + "\(formatPercent(replay.windowShares.max() ?? 0)) (mean "
+                                + "\(formatPercent(replay.windowShares.reduce(0, +) / Double(replay.windowShares.count))))"
+                        )
+                        return (replay.hits, replay.nanoseconds)
+                    }
                 ),
                 (
                     "LMDBCache", "shards 1",
-                    { replayMemoryCache(trace, capacity: capacity, byteBounded: byteBounded, shards: 1) }
+                    {
+                        let replay = replayMemoryCache(trace, capacity: capacity, byteBounded: byteBounded, shards: 1)
+                        return (replay.hits, replay.nanoseconds)
+                    }
+                ),
+                (
+                    "LMDBCache", "lru",
+                    {
+                        let replay = replayMemoryCache(
+                            trace, capacity: capacity, byteBounded: byteBounded, shards: nil, policy: .lru)
+                        return (replay.hits, replay.nanoseconds)
+                    }
                 ),
                 ("LRU", nil, { replayExactLRU(trace, capacity: capacity) }),
             ]
@@ -142,13 +163,18 @@ struct HitRateSuite: Suite {
             + "committed per hit: \(diskUpdates)."
         var notes: [String] = [
             "Replay: each request is a lookup; a miss inserts the object. hit ratio = hits / requests.",
-            "LMDBCache: MemoryCache with its default configuration: its shards each hold an equal share of the "
-                + "capacity and evict their own least recently used entry, so its LRU is approximate across shards. "
-                + "Swift seeds its hashing per process, so keys fall into other shards on every run and this row "
-                + "moves by a few hundredths of a point between runs.",
-            "LMDBCache (shards 1): the same with Configuration.shards = 1, one LRU list over the whole capacity. "
-                + "Not quite exact LRU either: a hit on an entry among the most recently moved eighth of its "
-                + "shard is not moved again (LRUShard.markUsed), which saves writes on hot keys.",
+            "LMDBCache: MemoryCache with its default configuration (policy .adaptive, W-TinyLFU with a "
+                + "hill-climbing window): its shards each hold an equal share of the capacity and admit and evict "
+                + "on their own. Swift seeds its hashing per process and each cache seeds its frequency sketch "
+                + "at random, so keys fall into other shards and sketch counters on every run and this row "
+                + "moves a little between runs.",
+            "LMDBCache (shards 1): the same with Configuration.shards = 1, one policy over the whole capacity.",
+            "Window share: where the adaptive window ended, its share of each shard's capacity, across the default "
+                + "configuration's shards (it starts at 20 %): " + windowShares.joined(separator: "; ") + ".",
+            "LMDBCache (lru): the default shards with policy .lru: each shard evicts its own least recently used "
+                + "entry, so its LRU is approximate across shards. Not quite exact LRU either: a hit on an entry "
+                + "among the most recently moved eighth of its shard is not moved again (MemoryShard.markUsed), "
+                + "which saves writes on hot keys.",
             "LRU: an exact single-threaded LRU in the harness (Systems/HitRate/ExactLRU.swift).",
             diskNote,
 
@@ -193,16 +219,18 @@ struct HitRateSuite: Suite {
     }
 }
 
-/// Replays `trace` through a `MemoryCache` of `capacity` entries (or bytes); returns the hits
-/// and the time the replay took.
-func replayMemoryCache(_ trace: Trace, capacity: Int, byteBounded: Bool, shards: Int?) -> (
-    hits: Int, nanoseconds: UInt64
-) {
+/// Replays `trace` through a `MemoryCache` of `capacity` entries (or bytes); returns the hits,
+/// the time the replay took and where each shard's adaptive window ended.
+func replayMemoryCache(
+    _ trace: Trace, capacity: Int, byteBounded: Bool, shards: Int?,
+    policy: MemoryCache<UInt64, Bool>.Policy = .adaptive
+) -> (hits: Int, nanoseconds: UInt64, windowShares: [Double]) {
     var configuration =
         byteBounded
         ? MemoryCache<UInt64, Bool>.Configuration(costLimit: capacity)
         : MemoryCache<UInt64, Bool>.Configuration(countLimit: capacity)
     configuration.shards = shards
+    configuration.policy = policy
     configuration.automaticTrimming = false
     let cache = MemoryCache<UInt64, Bool>(configuration: configuration)
     var hits = 0
@@ -215,7 +243,8 @@ func replayMemoryCache(_ trace: Trace, capacity: Int, byteBounded: Bool, shards:
             cache.insert(true, forKey: id, cost: Int(trace.sizes[index]))
         }
     }
-    return (hits, nanosecondsNow() - start)
+    let elapsed = nanosecondsNow() - start
+    return (hits, elapsed, cache.windowShares)
 }
 
 /// Replays a count-bounded `trace` through a `DiskCache` of `capacity` entries on tmpfs; returns

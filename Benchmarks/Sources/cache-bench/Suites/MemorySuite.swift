@@ -29,6 +29,7 @@ protocol MemorySystem: AnyObject, Sendable {
 /// every get would pay for generic dispatch and a generic key copy).
 let memorySystems: [@Sendable (Workload, _ batchSize: Int) -> PreparedMemorySystem] = [
     { LMDBCacheSystem.prepare($0, batchSize: $1) },
+    { LMDBCacheLRUSystem.prepare($0, batchSize: $1) },
     { NSCacheSystem.prepare($0, batchSize: $1) },
     { SingleLockLRU.prepare($0, batchSize: $1) },
     { LockedDictionary.prepare($0, batchSize: $1) },

@@ -1,0 +1,293 @@
+/// One shard of a ``MemoryCache``: a hash index and its entries in LRU lists, guarded by the
+/// shard's lock (the caller holds it for every call).
+///
+/// Nodes live inline in one array; the lists link them by index through a parallel array of
+/// links, and freed nodes form a free list. A hit therefore costs one hash probe and a few integer
+/// writes (none when the node is among the most recently moved, see ``markUsed(_:)``), with no
+/// allocation and no reference counting beyond copying the value out. Removed values are handed
+/// back to the caller in ``RemovedEntries`` so that they are released, and listeners called, after
+/// the lock is dropped.
+///
+/// Under ``MemoryCache/Policy/lru`` (or with neither a count nor a cost limit) every entry is in
+/// one list, the ``window``, in LRU order. Under ``MemoryCache/Policy/adaptive`` the shard is a
+/// W-TinyLFU cache (MemoryShard+Admission.swift): new entries enter the ``window``; entries that
+/// leave it join the ``probation`` list if the ``sketch`` rates them above the entries they would
+/// displace; a hit in probation moves an entry to ``protected``.
+@usableFromInline
+struct MemoryShard<Key: Hashable, Value> {
+    @usableFromInline
+    struct Node {
+        @usableFromInline var key: Key?
+        @usableFromInline var value: Value?
+        @usableFromInline var cost: Int
+        /// Milliseconds since 1970 of the last read or write.
+        @usableFromInline var accessed: UInt64
+        /// Milliseconds since 1970 after which the entry is gone; 0 for never.
+        @usableFromInline var expires: UInt64
+        @usableFromInline var tag: UInt32
+        /// The shard's ``moves`` when the node last became the most recently used of its list.
+        @usableFromInline var moved: UInt32
+        /// The list the node is in.
+        @usableFromInline var segment: Segment
+
+        @inlinable
+        init(key: Key, value: Value, cost: Int, accessed: UInt64, expires: UInt64, tag: UInt32) {
+            self.key = key
+            self.value = value
+            self.cost = cost
+            self.accessed = accessed
+            self.expires = expires
+            self.tag = tag
+            moved = 0
+            segment = .window
+        }
+    }
+
+    /// The shard's share of the cache's limits.
+    @usableFromInline
+    struct Limits {
+        @usableFromInline var count: Int?
+        @usableFromInline var cost: Int?
+        /// Milliseconds.
+        @usableFromInline var age: UInt64?
+
+        @usableFromInline
+        init(count: Int?, cost: Int?, age: UInt64?) {
+            self.count = count
+            self.cost = cost
+            self.age = age
+        }
+    }
+
+    @usableFromInline var nodes: [Node] = []
+    /// The lists' links, parallel to `nodes` and apart from them: eight to a cache line, so
+    /// moving a node touches far less memory than the nodes themselves would.
+    @usableFromInline var links: [Link] = []
+    @usableFromInline var table = SlotTable()
+    /// New entries; under `.lru`, every entry.
+    @usableFromInline var window = ListEnds()
+    /// Entries admitted to the main area and not read since (`.adaptive` only).
+    @usableFromInline var probation = ListEnds()
+    /// Entries read while in probation (`.adaptive` only).
+    @usableFromInline var protected = ListEnds()
+    @usableFromInline var firstFree: Int32 = -1
+    @usableFromInline var count = 0
+    /// 128 bits: entries may cost up to `Int.max` each (a cost limit of `.max` admits them), and
+    /// their sum must not trap.
+    @usableFromInline var cost: Int128 = 0
+    @usableFromInline let limits: Limits
+    @usableFromInline var statistics = ShardStatistics()
+    /// Counts inserts and removals, so that the two-tier cache promotes a value read from disk
+    /// only when no write to this shard came between the memory miss and the promotion.
+    @usableFromInline var generation: UInt64 = 0
+    /// Counts moves to the most recently used end of a list (wrapping), to tell how recently a
+    /// node moved.
+    @usableFromInline var moves: UInt32 = 0
+
+    /// True under `.adaptive` with a count or cost limit: the shard admits by frequency.
+    @usableFromInline let isAdaptive: Bool
+    /// Recent popularity by key (empty unless ``isAdaptive``).
+    @usableFromInline var sketch: FrequencySketch
+    /// The window's share of the capacity.
+    @usableFromInline var adaptiveWindow = AdaptiveWindow()
+    /// What the window and the protected list may hold, from the limits and the window's share.
+    @usableFromInline var budgets = SegmentBudgets()
+    /// Set at the first eviction by count or cost: the window adapts only once the shard is full.
+    @usableFromInline var isFull = false
+    /// xorshift state for admitting a random few warm candidates (seeded per shard).
+    @usableFromInline var random: UInt64
+
+    /// An empty shard.
+    ///
+    /// - Parameters:
+    ///   - limits: the shard's share of the cache's limits.
+    ///   - adaptive: the `.adaptive` policy; ignored without a count or cost limit (nothing is
+    ///     ever evicted for size, so there is nothing to admit).
+    ///   - seed: scrambles the sketch's hash and seeds the random admissions.
+    @inlinable
+    init(limits: Limits, adaptive: Bool = false, seed: UInt64 = 0) {
+        self.limits = limits
+        isAdaptive = adaptive && (limits.count != nil || limits.cost != nil)
+        sketch = isAdaptive ? FrequencySketch(capacity: Self.sketchCapacity(limits), seed: seed) : FrequencySketch()
+        random = seed | 1
+        budgets = SegmentBudgets(limits: limits, windowShare: adaptiveWindow.share)
+    }
+
+    // MARK: Operations
+
+    /// The live value for `key`, which becomes the most recently used entry of its list.
+    ///
+    /// An entry found expired, or idle past the age limit, is removed into `removed` and missed.
+    /// With `counting` false the look counts neither a hit nor a miss (a second look on behalf of
+    /// a caller whose first look was counted), nor an access for the adaptive policy.
+    @inlinable
+    mutating func value(
+        forKey key: Key, tag: UInt32, now: UInt64, removed: inout RemovedEntries<Key, Value>, counting: Bool = true
+    ) -> Value? {
+        let counted = counting ? 1 : 0
+        statistics.unreported += counted
+        if isAdaptive && counting { sketch.increment(tag) }
+        guard let index = find(key, tag: tag) else {
+            statistics.misses += counted
+            if isAdaptive && counting { sampleLookup(hit: false) }
+            return nil
+        }
+        let i = Int(index)
+        if let reason = staleness(expires: nodes[i].expires, accessed: nodes[i].accessed, now: now) {
+            removed.append(remove(index, reason: reason))
+            statistics.misses += counted
+            if isAdaptive && counting { sampleLookup(hit: false) }
+            return nil
+        }
+        nodes[i].accessed = now
+        markUsed(index)
+        statistics.hits += counted
+        if isAdaptive && counting { sampleLookup(hit: true) }
+        return nodes[i].value
+    }
+
+    /// True when a live entry is stored for `key`; not an access.
+    @inlinable
+    func contains(_ key: Key, tag: UInt32, now: UInt64) -> Bool {
+        guard let index = find(key, tag: tag) else { return false }
+        return staleness(expires: nodes[Int(index)].expires, accessed: nodes[Int(index)].accessed, now: now) == nil
+    }
+
+    /// Stores `value` as the most recently used entry, then evicts until the limits hold.
+    ///
+    /// A new entry enters the window (under `.lru`, the only list) and stays there at least until
+    /// the next insert into the shard, whatever the policy: a read right after an insert finds it.
+    @inlinable
+    mutating func insert(
+        _ value: Value, forKey key: Key, tag: UInt32, cost: Int, expires: UInt64, now: UInt64,
+        removed: inout RemovedEntries<Key, Value>
+    ) {
+        statistics.unreported += 1
+        generation &+= 1
+        if isAdaptive { sketch.increment(tag) }
+        if let limit = limits.cost, cost > limit {
+            // It could never stay: it replaces the old value and goes at once, evicting nothing else.
+            if let index = find(key, tag: tag) { removed.append(remove(index, reason: .replaced)) }
+            statistics.removals[RemovalReason.cost.index] += 1
+            removed.append((key, value, .cost))
+            return
+        }
+        if let index = find(key, tag: tag) {
+            let i = Int(index)
+            // Taken, not copied: the old value is released by the caller, after the lock.
+            let old = nodes[i].value.take()!
+            let change = Int128(cost) - Int128(nodes[i].cost)
+            self.cost += change
+            self[list: nodes[i].segment].cost += change
+            nodes[i].value = value
+            nodes[i].cost = cost
+            nodes[i].accessed = now
+            nodes[i].expires = expires
+            if isAdaptive && change > 0 {
+                // A costlier value may make room by evicting: it starts over as the window's newest
+                // entry, which stays until the next insert (read your writes), and is judged again
+                // when it leaves the window. A value costing no more evicts nothing, and is a use.
+                detach(index)
+                attach(index, to: .window)
+            } else {
+                markUsed(index)
+            }
+            statistics.removals[RemovalReason.replaced.index] += 1
+            removed.append((key, old, .replaced))
+        } else {
+            let node = Node(key: key, value: value, cost: cost, accessed: now, expires: expires, tag: tag)
+            let index: Int32
+            if firstFree >= 0 {
+                index = firstFree
+                firstFree = links[Int(index)].older
+                nodes[Int(index)] = node
+            } else {
+                index = Int32(nodes.count)
+                nodes.append(node)
+                links.append(Link())
+            }
+            table.insert(tag: tag, node: index)
+            attach(index, to: .window)
+            count += 1
+            self.cost += Int128(cost)
+        }
+        enforceLimits(now: now, removed: &removed)
+    }
+
+    /// Counts an access of the key whose hash tag is `tag` for the adaptive policy, without a
+    /// lookup: a value read from disk whose promotion into memory was skipped.
+    @inlinable
+    mutating func recordAccess(tag: UInt32) {
+        if isAdaptive { sketch.increment(tag) }
+    }
+
+    /// Removes the entry for `key`, returning its value.
+    @inlinable
+    mutating func removeValue(forKey key: Key, tag: UInt32, removed: inout RemovedEntries<Key, Value>) -> Value? {
+        statistics.unreported += 1
+        generation &+= 1
+        guard let index = find(key, tag: tag) else { return nil }
+        let entry = remove(index, reason: .explicit)
+        removed.append(entry)
+        return entry.value
+    }
+
+    /// Removes every entry and releases the shard's storage (the adaptive policy's state stays).
+    @inlinable
+    mutating func removeAll(removed: inout RemovedEntries<Key, Value>) {
+        for segment in Segment.evictionOrder {
+            var index = self[list: segment].oldest
+            while index >= 0 {
+                let node = nodes[Int(index)]
+                removed.append((node.key!, node.value!, .explicit))
+                index = links[Int(index)].newer
+            }
+        }
+        statistics.removals[RemovalReason.explicit.index] += count
+        generation &+= 1
+        nodes = []
+        links = []
+        table.removeAll()
+        window = ListEnds()
+        probation = ListEnds()
+        protected = ListEnds()
+        firstFree = -1
+        count = 0
+        cost = 0
+    }
+
+    @inlinable
+    func staleness(expires: UInt64, accessed: UInt64, now: UInt64) -> RemovalReason? {
+        if expires != 0, now >= expires { return .expired }
+        if let age = limits.age, Self.isIdle(accessed: accessed, age: age, now: now) { return .age }
+        return nil
+    }
+
+    /// Idle for `age` or longer; a clock that went back counts as no time passing.
+    @inlinable
+    static func isIdle(accessed: UInt64, age: UInt64, now: UInt64) -> Bool {
+        now > accessed && now - accessed >= age
+    }
+
+    // MARK: Nodes
+
+    @inlinable @inline(__always)
+    func find(_ key: Key, tag: UInt32) -> Int32? {
+        table.find(tag: tag) { nodes[Int($0)].key == key }
+    }
+
+    /// Unlinks and frees the node at `index`, returning its entry.
+    @inlinable
+    mutating func remove(_ index: Int32, reason: RemovalReason) -> RemovedEntries<Key, Value>.Entry {
+        let i = Int(index)
+        detach(index)
+        table.remove(tag: nodes[i].tag, node: index)
+        let entry = (nodes[i].key.take()!, nodes[i].value.take()!, reason)
+        count -= 1
+        cost -= Int128(nodes[i].cost)
+        links[i].older = firstFree
+        firstFree = index
+        statistics.removals[reason.index] += 1
+        return entry
+    }
+}
