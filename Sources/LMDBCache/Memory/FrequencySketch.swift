@@ -11,15 +11,18 @@
 ///
 /// The hash is seeded per sketch from the system's random source, so which keys collide differs
 /// between instances and runs: an attacker cannot pick keys whose counts pile up on a victim's.
-/// The table is allocated once, at init.
+/// The table is allocated at init, and again only when ``ensureCapacity(_:)`` grows it (a shard
+/// bounded by cost alone, whose entry count is not known in advance).
 @usableFromInline
 struct FrequencySketch {
     @usableFromInline var words: [UInt64]
     /// `words.count` is `1 << wordBits`.
-    @usableFromInline let wordBits: Int
+    @usableFromInline var wordBits: Int
     @usableFromInline let seed: UInt64
     /// Counted additions between two halvings: ten per key the sketch is sized for.
-    @usableFromInline let sampleSize: Int
+    @usableFromInline var sampleSize: Int
+    /// The keys the sketch is sized for.
+    @usableFromInline var capacity: Int
     /// Additions since the last halving (halved with the counters).
     @usableFromInline var additions = 0
 
@@ -37,7 +40,19 @@ struct FrequencySketch {
         wordBits = bits
         words = Array(repeating: 0, count: 1 << bits)
         self.seed = seed
+        self.capacity = capacity
         sampleSize = 10 * capacity
+    }
+
+    /// Resizes the sketch for `keys` keys when it was sized for fewer (as Caffeine's sketch grows
+    /// with a weighted cache's entry count): at least doubling, so a growing shard reallocates
+    /// only a logarithmic number of times. The counts start over: a larger table spreads keys
+    /// differently. Nothing when the sketch is empty (a shard that never evicts) or already
+    /// large enough.
+    @inlinable
+    mutating func ensureCapacity(_ keys: Int) {
+        guard !words.isEmpty, keys > capacity, capacity < Self.maximumCapacity else { return }
+        self = FrequencySketch(capacity: max(keys, 2 * capacity), seed: seed)
     }
 
     /// An empty sketch that allocates nothing, for a shard that never evicts.
@@ -46,6 +61,7 @@ struct FrequencySketch {
         wordBits = 0
         words = []
         seed = 0
+        capacity = 0
         sampleSize = .max
     }
 

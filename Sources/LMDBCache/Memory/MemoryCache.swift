@@ -51,6 +51,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         self.configuration = configuration
         let count = configuration.shardCount
         var random = SystemRandomNumberGenerator()
+        let climber = WindowClimber(countLimit: configuration.countLimit, shards: count)
         shards = ShardArray(
             (0..<count).map { index in
                 MemoryShard(
@@ -58,7 +59,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                         count: Configuration.share(of: configuration.countLimit, shard: index, of: count),
                         cost: Configuration.share(of: configuration.costLimit, shard: index, of: count),
                         age: configuration.ageLimit?.milliseconds),
-                    adaptive: configuration.policy == .adaptive, seed: random.next())
+                    adaptive: configuration.policy == .adaptive, seed: random.next(), climber: climber)
             })
         shardShift = Int.bitWidth - count.trailingZeroBitCount
         clock = configuration.clock

@@ -53,30 +53,34 @@ extension MemoryShard {
     /// A warm candidate: one whose estimate is above this may be admitted at random after losing.
     @usableFromInline static var warmFrequency: Int { 5 }
 
-    /// Keys the sketch is sized for: the count limit, else (a cost limit alone says nothing of
-    /// how many entries there will be) 1,024.
+    /// Keys the sketch is sized for at first: the count limit, else (a cost limit alone says
+    /// nothing of how many entries there will be) 64, grown with the entries the shard holds
+    /// (``MemoryShard/insert(_:forKey:tag:cost:expires:now:removed:)``).
     @inlinable
     static func sketchCapacity(_ limits: Limits) -> Int {
-        limits.count ?? 1_024
+        limits.count ?? 64
     }
 
-    /// Lookups per sample of the hit ratio: twice the entries the shard holds (at least 64).
-    ///
-    /// Caffeine samples ten times the capacity; per shard, on a trace of a million requests, that
-    /// left the window few steps to take (OLTP at 15,000 entries: six samples a shard) and the
-    /// window near where it started. Counting resident entries also serves a shard bounded by
-    /// cost alone, whose capacity in entries is unknown.
+    /// Lookups a shard counts before it hands them to the cache's ``climber``: a lock taken once
+    /// per this many lookups, and a share the shard learns within as many.
     @inlinable
-    var samplePeriod: Int { 2 * max(count, 32) }
+    static var reportPeriod: Int { 64 }
 
     /// The window's share of the capacity (`.adaptive`; under `.lru` the window is everything).
-    @usableFromInline var windowShare: Double { isAdaptive ? adaptiveWindow.share : 1 }
+    @usableFromInline var windowShare: Double { isAdaptive ? appliedShare : 1 }
 
     /// Counts a lookup towards the window's adaptation, once the shard is full.
     @inlinable
     mutating func sampleLookup(hit: Bool) {
-        guard isFull, adaptiveWindow.record(hit: hit, period: samplePeriod) else { return }
-        budgets = SegmentBudgets(limits: limits, windowShare: adaptiveWindow.share)
+        guard isFull else { return }
+        if hit { sampleHits += 1 } else { sampleMisses += 1 }
+        guard sampleHits + sampleMisses >= Self.reportPeriod, let climber else { return }
+        let share = climber.report(hits: sampleHits, misses: sampleMisses, entries: count)
+        sampleHits = 0
+        sampleMisses = 0
+        guard share != appliedShare else { return }
+        appliedShare = share
+        budgets = SegmentBudgets(limits: limits, windowShare: share)
     }
 
     // MARK: Limits

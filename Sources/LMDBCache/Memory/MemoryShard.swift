@@ -88,12 +88,20 @@ struct MemoryShard<Key: Hashable, Value> {
     @usableFromInline let isAdaptive: Bool
     /// Recent popularity by key (empty unless ``isAdaptive``).
     @usableFromInline var sketch: FrequencySketch
-    /// The window's share of the capacity.
-    @usableFromInline var adaptiveWindow = AdaptiveWindow()
+    /// Moves the window's share for the whole cache (nil unless ``isAdaptive``).
+    @usableFromInline let climber: WindowClimber?
+    /// The window's share of the capacity the ``budgets`` were made for.
+    @usableFromInline var appliedShare = AdaptiveWindow.initialShare
+    /// Lookups counted since the last report to the ``climber``.
+    @usableFromInline var sampleHits = 0
+    @usableFromInline var sampleMisses = 0
     /// What the window and the protected list may hold, from the limits and the window's share.
     @usableFromInline var budgets = SegmentBudgets()
     /// Set at the first eviction by count or cost: the window adapts only once the shard is full.
     @usableFromInline var isFull = false
+    /// The hash tag of the last key missed, until an insert of it (a fill of that miss) or the
+    /// next miss: the fill is not counted again in the ``sketch``.
+    @usableFromInline var lastMissTag: UInt32?
     /// xorshift state for admitting a random few warm candidates (seeded per shard).
     @usableFromInline var random: UInt64
 
@@ -104,13 +112,16 @@ struct MemoryShard<Key: Hashable, Value> {
     ///   - adaptive: the `.adaptive` policy; ignored without a count or cost limit (nothing is
     ///     ever evicted for size, so there is nothing to admit).
     ///   - seed: scrambles the sketch's hash and seeds the random admissions.
+    ///   - climber: the cache's window climber, shared by its shards; nil: one for this shard
+    ///     alone (under `.adaptive`).
     @inlinable
-    init(limits: Limits, adaptive: Bool = false, seed: UInt64 = 0) {
+    init(limits: Limits, adaptive: Bool = false, seed: UInt64 = 0, climber: WindowClimber? = nil) {
         self.limits = limits
         isAdaptive = adaptive && (limits.count != nil || limits.cost != nil)
         sketch = isAdaptive ? FrequencySketch(capacity: Self.sketchCapacity(limits), seed: seed) : FrequencySketch()
+        self.climber = isAdaptive ? climber ?? WindowClimber(countLimit: limits.count, shards: 1) : nil
         random = seed | 1
-        budgets = SegmentBudgets(limits: limits, windowShare: adaptiveWindow.share)
+        budgets = SegmentBudgets(limits: limits, windowShare: appliedShare)
     }
 
     // MARK: Operations
@@ -129,7 +140,10 @@ struct MemoryShard<Key: Hashable, Value> {
         if isAdaptive && counting { sketch.increment(tag) }
         guard let index = find(key, tag: tag) else {
             statistics.misses += counted
-            if isAdaptive && counting { sampleLookup(hit: false) }
+            if isAdaptive && counting {
+                sampleLookup(hit: false)
+                lastMissTag = tag
+            }
             return nil
         }
         let i = Int(index)
@@ -164,7 +178,15 @@ struct MemoryShard<Key: Hashable, Value> {
     ) {
         statistics.unreported += 1
         generation &+= 1
-        if isAdaptive { sketch.increment(tag) }
+        if isAdaptive {
+            // A miss and the insert that fills it are one access of the key, counted at the miss
+            // (as Caffeine counts a load once); any other insert is an access of its own.
+            if lastMissTag == tag {
+                lastMissTag = nil
+            } else {
+                sketch.increment(tag)
+            }
+        }
         if let limit = limits.cost, cost > limit {
             // It could never stay: it replaces the old value and goes at once, evicting nothing else.
             if let index = find(key, tag: tag) { removed.append(remove(index, reason: .replaced)) }
@@ -210,6 +232,7 @@ struct MemoryShard<Key: Hashable, Value> {
             attach(index, to: .window)
             count += 1
             self.cost += Int128(cost)
+            if limits.count == nil, count > sketch.capacity { sketch.ensureCapacity(count) }
         }
         enforceLimits(now: now, removed: &removed)
     }
