@@ -19,8 +19,9 @@ struct Options: Sendable {
     var jsonPath: String?
     /// Where to write `report.md` and one SVG chart per suite, if anywhere.
     var reportDirectory: String?
-    /// A trace to replay instead of the bundled ones (`--trace`, `--trace-format`, `--sizes`).
-    var trace: TraceRequest?
+    /// Traces to replay instead of the bundled ones, in order (each `--trace` with the
+    /// `--trace-format` and `--sizes` after it); empty: every bundled trace.
+    var traces: [TraceRequest] = []
     /// Where the disk and tiered suites create their stores (removed at the end).
     var scratchDirectory = FileManager.default.temporaryDirectory.path
     /// Draws each round's order of systems (`--seed`; by default a new one each run, printed).

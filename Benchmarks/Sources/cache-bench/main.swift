@@ -15,18 +15,23 @@ let allSuites: [any Suite] = [MemorySuite(), DiskSuite(), TieredSuite(), HitRate
 
 let usage = """
     usage: cache-bench [--suite NAME] [--quick] [--json PATH] [--report DIR]
-                       [--trace PATH --trace-format arc|oracle --sizes N,N,...] [--dir PATH] [--seed N]
+                       [--trace PATH [--trace-format arc|oracle] [--sizes N,N,...]]... [--dir PATH] [--seed N]
                        [--workloads W,W,...] [--systems S,S,...]
 
       --suite NAME          \(allSuites.map(\.name).joined(separator: ", ")), or all (the default)
       --quick               small data sets and few repeats: a whole run under a minute (CI runs it)
       --json PATH           also write {"machine": {...}, "results": [...]} to PATH
       --report DIR          also write DIR/report.md with the tables and DIR/<suite>.svg charts
-      --trace PATH          hitrate: replay this trace (gzip or plain) instead of the bundled one
-      --trace-format F      arc (the ARC paper's .lis, count-bounded) or oracle (libCacheSim's
-                            oracleGeneral .bin, byte-bounded); default: by the file name
-      --sizes N,N,...       hitrate: capacities; entries for arc, bytes for oracle (K, M, G suffixes
-                            are binary: 128M is 128 MiB)
+      --trace PATH          hitrate: replay this trace (gzip or plain) instead of the bundled ones
+                            (without --trace: every bundled trace, Benchmarks/Traces/OLTP.lis.gz
+                            and cloudPhysicsIO.oracleGeneral.bin.gz, at their published sizes);
+                            give it again for more traces: replayed in order, one report
+      --trace-format F      applies to the --trace before it: arc (the ARC paper's .lis,
+                            count-bounded) or oracle (libCacheSim's oracleGeneral .bin,
+                            byte-bounded); default: by the file name (.lis, oracleGeneral, .bin)
+      --sizes N,N,...       applies to the --trace before it: capacities, entries for arc, bytes for
+                            oracle (K, M, G suffixes are binary: 128M is 128 MiB); default: the sizes
+                            with published figures (OLTP, cloudPhysicsIO)
       --dir PATH            where the disk and tiered suites create their stores (default: temp dir)
       --seed N              the seed of each round's order of systems (default: a new one, printed)
       --workloads W,W,...   disk: only these workloads ("get", "set", "get cold", "YCSB-A 50/50",
@@ -43,9 +48,8 @@ func fail(_ message: String) -> Never {
 
 var options = Options()
 var suiteName = "all"
-var tracePath: String?
-var traceFormat: TraceFormat?
-var traceSizes: [Int]?
+/// Each `--trace` with the `--trace-format` and `--sizes` given after it, in order.
+var traceArguments: [(path: String, format: TraceFormat?, sizes: [Int]?)] = []
 var arguments = CommandLine.arguments.dropFirst()
 @MainActor
 func value(after flag: String) -> String {
@@ -63,15 +67,21 @@ while let argument = arguments.popFirst() {
         let text = value(after: argument)
         guard let seed = UInt64(text) else { fail("--seed needs a whole number, not \(text)") }
         options.seed = seed
-    case "--trace": tracePath = value(after: argument)
+    case "--trace": traceArguments.append((value(after: argument), nil, nil))
     case "--trace-format":
         let name = value(after: argument)
         guard let format = TraceFormat(rawValue: name) else { fail("unknown trace format \(name)") }
-        traceFormat = format
+        guard let last = traceArguments.indices.last else { fail("--trace-format applies to a --trace before it") }
+        guard traceArguments[last].format == nil else {
+            fail("--trace-format given twice for \(traceArguments[last].path)")
+        }
+        traceArguments[last].format = format
     case "--sizes":
         let list = value(after: argument).split(separator: ",").map { parseSize(String($0)) }
         guard !list.isEmpty, list.allSatisfy({ ($0 ?? 0) > 0 }) else { fail("--sizes needs positive sizes") }
-        traceSizes = list.map { $0! }
+        guard let last = traceArguments.indices.last else { fail("--sizes applies to a --trace before it") }
+        guard traceArguments[last].sizes == nil else { fail("--sizes given twice for \(traceArguments[last].path)") }
+        traceArguments[last].sizes = list.map { $0! }
     case "--workloads":
         options.workloads = Set(value(after: argument).split(separator: ",").map(String.init))
     case "--systems":
@@ -83,13 +93,11 @@ while let argument = arguments.popFirst() {
         fail("unknown argument \(argument)")
     }
 }
-if let tracePath {
-    guard let format = traceFormat ?? TraceFormat(guessingFrom: tracePath) else {
-        fail("cannot tell the format of \(tracePath): give --trace-format arc or oracle")
+options.traces = traceArguments.map { path, format, sizes in
+    guard let format = format ?? TraceFormat(guessingFrom: path) else {
+        fail("cannot tell the format of \(path): give --trace-format arc or oracle after it")
     }
-    options.trace = TraceRequest(path: tracePath, format: format, sizes: traceSizes)
-} else if traceSizes != nil || traceFormat != nil {
-    fail("--sizes and --trace-format go with --trace")
+    return TraceRequest(path: path, format: format, sizes: sizes)
 }
 
 let suites: [any Suite]

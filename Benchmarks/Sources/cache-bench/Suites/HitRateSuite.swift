@@ -3,16 +3,21 @@ import Foundation
 import Synchronization
 
 // The hit-rate suite: real traces replayed through the memory tier at several capacities (its
-// default .adaptive policy and .lru), beside an exact LRU (proving the replay against the published
-// figures), the published LRU figures and the published ARC figures (no replay).
+// default .adaptive policy and .lru), beside an exact LRU and an exact ARC (proving the replay
+// against the published figures), and the published figures of ARC, LIRS and S3-FIFO (no replay).
 
 struct HitRateSuite: Suite {
     let name = "hitrate"
 
-    /// The bundled trace: Benchmarks/Traces/OLTP.lis.gz, found beside this source file or from the
-    /// repository root or Benchmarks/ as the working directory.
-    static var bundledTrace: String? {
-        let relative = "Traces/OLTP.lis.gz"
+    /// The bundled traces, in the order a run replays them: their paths under Benchmarks/ and
+    /// formats (Benchmarks/Traces/README.md says where each comes from).
+    static let bundledTraces: [(relative: String, format: TraceFormat)] = [
+        ("Traces/OLTP.lis.gz", .arc), ("Traces/cloudPhysicsIO.oracleGeneral.bin.gz", .oracle),
+    ]
+
+    /// The bundled trace at `relative` (a path under Benchmarks/), found beside this source file or
+    /// from the repository root or Benchmarks/ as the working directory.
+    static func bundledPath(_ relative: String) -> String? {
         let sourceDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         let candidates = [
             sourceDirectory.appendingPathComponent("../../../\(relative)").standardized.path,
@@ -21,15 +26,35 @@ struct HitRateSuite: Suite {
         return candidates.first { FileManager.default.fileExists(atPath: $0) }
     }
 
-    func run(options: Options, log: (String) -> Void) throws -> SuiteReport {
-        let request: TraceRequest
-        if let trace = options.trace {
-            request = trace
-        } else if let path = Self.bundledTrace {
-            request = TraceRequest(path: path, format: .arc, sizes: nil)
-        } else {
-            throw TraceFailure(description: "the bundled trace Benchmarks/Traces/OLTP.lis.gz is missing")
+    /// Every bundled trace at its published sizes.
+    static func bundledRequests() throws -> [TraceRequest] {
+        try bundledTraces.map { relative, format in
+            guard let path = bundledPath(relative) else {
+                throw TraceFailure(description: "the bundled trace Benchmarks/\(relative) is missing")
+            }
+            return TraceRequest(path: path, format: format, sizes: nil, bundled: true)
         }
+    }
+
+    func run(options: Options, log: (String) -> Void) throws -> SuiteReport {
+        let requests = options.traces.isEmpty ? try Self.bundledRequests() : options.traces
+        // Before any replay: a trace with no sizes to replay at fails the run at once.
+        for request in requests where request.sizes == nil {
+            let name = URL(fileURLWithPath: request.path).lastPathComponent
+            guard PublishedHitRatios.sizes(trace: name) != nil else {
+                throw TraceFailure(description: "no published sizes for \(name): give --sizes after its --trace")
+            }
+        }
+        var replays: [TraceReplay] = []
+        for request in requests {
+            replays.append(try replay(request, options: options, log: log))
+        }
+        return report(replays)
+    }
+
+    /// Replays one trace at each of its sizes through every system; fails when a check fails
+    /// (request count, exact LRU, count-bounded ARC).
+    private func replay(_ request: TraceRequest, options: Options, log: (String) -> Void) throws -> TraceReplay {
         let started = nanosecondsNow()
         let trace = try Trace(path: request.path, format: request.format)
         let unique = Set(trace.ids).count
@@ -39,7 +64,7 @@ struct HitRateSuite: Suite {
             "hitrate: \(trace.name): \(trace.ids.count) requests, \(unique) objects\(skipped), read in "
                 + "\(format(Double(nanosecondsNow() - started) / 1e9, decimals: 1)) s")
         guard let sizes = request.sizes ?? PublishedHitRatios.sizes(trace: trace.name) else {
-            throw TraceFailure(description: "no --sizes given and no published sizes for \(trace.name)")
+            throw TraceFailure(description: "no published sizes for \(trace.name): give --sizes after its --trace")
         }
         let byteBounded = trace.format == .oracle
         let traceName = trace.name.replacingOccurrences(of: ".gz", with: "")
@@ -48,6 +73,7 @@ struct HitRateSuite: Suite {
         let published = sizes.contains {
             PublishedHitRatios.lru(trace: trace.name, capacity: $0) != nil
                 || PublishedHitRatios.arc(trace: trace.name, capacity: $0) != nil
+                || !PublishedHitRatios.others(trace: trace.name, capacity: $0).isEmpty
         }
         if published, let requests = PublishedHitRatios.requests(trace: trace.name), requests != trace.ids.count {
             throw TraceFailure(
@@ -55,10 +81,18 @@ struct HitRateSuite: Suite {
                     + "are over \(requests)")
         }
 
-        var rows: [ResultRow] = []
-        var diskAccessUpdates: [String] = []
-        var windowShares: [String] = []
+        var result = TraceReplay(
+            name: traceName, fileName: trace.name, format: trace.format, byteBounded: byteBounded,
+            skippedZeroSize: trace.skippedZeroSize)
+        result.description =
+            "\(request.bundled ? "Benchmarks/Traces/\(trace.name) (bundled)" : request.path) "
+            + "(\(trace.format.rawValue) format): \(trace.ids.count) requests, \(unique) objects\(skipped); capacity "
+            + (byteBounded
+                ? "in bytes, each object costs its size (MemoryCache costLimit, cost = size)"
+                : "in entries, each page costs 1 (MemoryCache countLimit)")
+        let unit = byteBounded ? "bytes" : "entries"
         for capacity in sizes {
+            let label = formatCapacity(capacity, bytes: byteBounded)
             let reference = PublishedHitRatios.lru(trace: trace.name, capacity: capacity)
             let arc = PublishedHitRatios.arc(trace: trace.name, capacity: capacity)
             var replays: [(system: String, variant: String?, replay: () throws -> (hits: Int, nanoseconds: UInt64))] = [
@@ -66,9 +100,8 @@ struct HitRateSuite: Suite {
                     "LMDBCache", nil,
                     {
                         let replay = replayMemoryCache(trace, capacity: capacity, byteBounded: byteBounded, shards: nil)
-                        windowShares.append(
-                            "\(formatCapacity(capacity, bytes: byteBounded)): "
-                                + "\(formatPercent(replay.windowShares.min() ?? 0))–"
+                        result.windowShares.append(
+                            "\(label): \(formatPercent(replay.windowShares.min() ?? 0))–"
                                 + "\(formatPercent(replay.windowShares.max() ?? 0)) (mean "
                                 + "\(formatPercent(replay.windowShares.reduce(0, +) / Double(replay.windowShares.count))))"
                         )
@@ -91,6 +124,7 @@ struct HitRateSuite: Suite {
                     }
                 ),
                 ("LRU", nil, { replayExactLRU(trace, capacity: capacity) }),
+                ("ARC", nil, { replayExactARC(trace, capacity: capacity) }),
             ]
             // The disk tier, count-bounded traces only (its cost is bytes on disk, not the trace's
             // sizes); with --quick at the smallest capacity only.
@@ -100,8 +134,8 @@ struct HitRateSuite: Suite {
                         "LMDBCache", "disk tier",
                         {
                             let replay = try replayDiskCache(trace, capacity: capacity)
-                            diskAccessUpdates.append(
-                                "\(formatCapacity(capacity, bytes: false)): "
+                            result.diskAccessUpdates.append(
+                                "\(label): "
                                     + format(Double(replay.accessUpdates) / Double(max(replay.hits, 1)), decimals: 3))
                             return (replay.hits, replay.nanoseconds)
                         }
@@ -117,18 +151,22 @@ struct HitRateSuite: Suite {
                     p50Nanoseconds: Double(nanoseconds) / Double(requests),
                     p99Nanoseconds: Double(nanoseconds) / Double(requests),
                     capacity: capacity, hitRatio: Double(hits) / Double(requests),
-                    capacityUnit: byteBounded ? "bytes" : "entries", variant: variant)
-                row.referenceHitRatio = system == "LRU" ? reference : nil
+                    capacityUnit: unit, variant: variant)
+                row.referenceHitRatio = system == "LRU" ? reference : system == "ARC" ? arc : nil
                 cell.append(row)
             }
-            // ARC is not replayed: its row is the published figure, its own reference.
-            if let arc {
+            // Not replayed: the published figures, each its own reference.
+            let publishedRows =
+                (arc.map { [(system: "ARC", hitRatio: $0)] } ?? [])
+                + PublishedHitRatios.others(trace: trace.name, capacity: capacity)
+            for (system, hitRatio) in publishedRows {
                 var row = ResultRow(
-                    suite: name, system: "ARC", workload: traceName, threads: 1, valueBytes: 0, opsPerSecond: 0,
-                    p50Nanoseconds: 0, p99Nanoseconds: 0, capacity: capacity, hitRatio: arc,
-                    capacityUnit: byteBounded ? "bytes" : "entries", variant: "published")
-                row.referenceHitRatio = arc
+                    suite: name, system: system, workload: traceName, threads: 1, valueBytes: 0, opsPerSecond: 0,
+                    p50Nanoseconds: 0, p99Nanoseconds: 0, capacity: capacity, hitRatio: hitRatio,
+                    capacityUnit: unit, variant: "published")
+                row.referenceHitRatio = hitRatio
                 cell.append(row)
+                result.publishedSystems.insert(system)
             }
             cell.computeRatios()
             // The exact LRU must land on the published LRU figure (rounded to 0.01%), or the
@@ -140,27 +178,53 @@ struct HitRateSuite: Suite {
                     description: "\(traceName) @ \(capacity): exact LRU replay gives \(formatPercent(lru)), "
                         + "the published LRU figure is \(formatPercent(reference))")
             }
+            // The exact ARC, count-bounded as in the paper, must land within 0.05 points of the
+            // paper's figure (published to 0.01%); byte-bounded it is only compared (notes).
+            if let arc, let replayed = cell.first(where: { $0.system == "ARC" && $0.variant == nil })?.hitRatio {
+                if !byteBounded, abs(replayed - arc) > Self.arcTolerance {
+                    throw TraceFailure(
+                        description: "\(traceName) @ \(capacity): exact ARC replay gives \(formatPercent(replayed)), "
+                            + "the published ARC figure is \(formatPercent(arc)) (allowed: "
+                            + "±\(format(Self.arcTolerance * 100, decimals: 2)) points)")
+                }
+                // Byte-bounded figures are published as misses: compare those, exactly.
+                let requests = Double(trace.ids.count)
+                let misses = { (ratio: Double) in Int(((1 - ratio) * requests).rounded()) }
+                result.arcGaps.append(
+                    byteBounded
+                        ? "\(label): \(misses(replayed)) misses (published \(misses(arc)))"
+                        : "\(label): \(formatPoints(replayed - arc))")
+            }
             log(
-                "hitrate: \(traceName) @ \(formatCapacity(capacity, bytes: byteBounded)): "
+                "hitrate: \(traceName) @ \(label): "
                     + cell.map { "\($0.label) \(formatPercent($0.hitRatio))" }.joined(separator: ", ")
                     + (reference.map { ", published LRU \(formatPercent($0))" } ?? ""))
-            rows += cell
+            result.rows += cell
         }
-        let shardCounts = sizes.map { capacity in
+        result.shardCounts = sizes.map { capacity in
             let configuration =
                 byteBounded
                 ? MemoryCache<UInt64, Bool>.Configuration(costLimit: capacity)
                 : MemoryCache<UInt64, Bool>.Configuration(countLimit: capacity)
             return "\(formatCapacity(capacity, bytes: byteBounded)): \(configuration.shardCount)"
         }
-        let diskUpdates = diskAccessUpdates.isEmpty ? "not run" : diskAccessUpdates.joined(separator: ", ")
-        let diskNote: String =
-            "LMDBCache (disk tier): a DiskCache alone with countLimit = capacity and lowWaterMark 1 (a trim "
-            + "removes only the excess), synchronous durability (each insert commits and trims before the next "
-            + "request) on tmpfs, accessTimeGranularity 1 ms and a clock that advances 1 ms per request, so its "
-            + "access order is as precise as its relative rule allows (an entry's recorded use is not renewed "
-            + "within an eighth of the store's access span). A miss inserts a 1-byte value. Access updates "
-            + "committed per hit: \(diskUpdates)."
+        return result
+    }
+
+    /// How far a count-bounded replayed ARC may land from the published figure: 0.05 points.
+    static let arcTolerance = 0.0005
+
+    /// The suite's report over every trace replayed: parameters, rows, and notes (those that
+    /// depend on the trace, once per trace that needs them).
+    private func report(_ replays: [TraceReplay]) -> SuiteReport {
+        /// `name: items` for each trace that has items, joined with `; `.
+        func perTrace(_ items: (TraceReplay) -> [String], separator: String = ", ") -> String {
+            replays.filter { !items($0).isEmpty }.map { "\($0.name): " + items($0).joined(separator: separator) }
+                .joined(separator: "; ")
+        }
+        let countBounded = replays.contains { !$0.byteBounded }
+        let diskUpdates = perTrace(\.diskAccessUpdates)
+        let arcGaps = perTrace(\.arcGaps)
         var notes: [String] = [
             "Replay: each request is a lookup; a miss inserts the object. hit ratio = hits / requests.",
             "LMDBCache: MemoryCache with its default configuration (policy .adaptive, W-TinyLFU with a "
@@ -170,53 +234,104 @@ struct HitRateSuite: Suite {
                 + "moves a little between runs.",
             "LMDBCache (shards 1): the same with Configuration.shards = 1, one policy over the whole capacity.",
             "Window share: where the adaptive window ended, its share of each shard's capacity, across the default "
-                + "configuration's shards (it starts at 20 %): " + windowShares.joined(separator: "; ") + ".",
+                + "configuration's shards (it starts at 20 %): " + perTrace(\.windowShares, separator: "; ") + ".",
             "LMDBCache (lru): the default shards with policy .lru: each shard evicts its own least recently used "
                 + "entry, so its LRU is approximate across shards. Not quite exact LRU either: a hit on an entry "
                 + "among the most recently moved eighth of its shard is not moved again (MemoryShard.markUsed), "
                 + "which saves writes on hot keys.",
-            "LRU: an exact single-threaded LRU in the harness (Systems/HitRate/ExactLRU.swift).",
-            diskNote,
-
-            "reference: the published figure for the row's own policy, trace and capacity "
-                + "(Benchmarks/Traces/README.md): on LRU rows the published LRU hit ratio, on ARC (published) rows "
-                + "the published ARC hit ratio; empty where there is none (LMDBCache's rows, unpublished sizes).",
+            "LRU: an exact single-threaded LRU in the harness (Systems/HitRate/ExactLRU.swift); the run fails if it "
+                + "is off a published LRU figure by more than its rounding.",
+            "ARC: an exact single-threaded ARC in the harness (Systems/HitRate/ExactARC.swift), Megiddo and Modha's "
+                + "algorithm (FAST '03, Fig. 4: T1, T2, ghost lists B1, B2, target p, REPLACE), bounded by the same "
+                + "capacity as the others. Count-bounded it is the paper's algorithm, and the run fails if it lands "
+                + "more than 0.05 points from a published ARC figure. Byte-bounded, every list size and p are in "
+                + "bytes, an object larger than the capacity is not cached, a miss evicts until the object fits, "
+                + "and p moves on a ghost hit by the paper's ratio of the ghost lists' sizes (here in bytes), one "
+                + "byte where the paper moves one page, as libCacheSim's ARC does; it is only compared with "
+                + "libCacheSim's published ARC misses, not checked."
+                + (arcGaps.isEmpty
+                    ? ""
+                    : " Replayed against published ARC (count-bounded: the difference in points; byte-bounded: "
+                        + "misses, as libCacheSim publishes them): \(arcGaps)."),
         ]
-        if rows.contains(where: { $0.system == "ARC" }) {
+        if countBounded {
             notes.append(
-                "ARC (published): not replayed (the harness has no ARC): the published ARC hit ratio, as both hit "
-                    + "ratio and reference, to show what an adaptive policy gets at the same capacity. Source: "
-                    + "\(PublishedHitRatios.arcSource(trace: trace.name)). ops/s and latencies are 0 in --json.")
+                "LMDBCache (disk tier), count-bounded traces only: a DiskCache alone with countLimit = capacity and "
+                    + "lowWaterMark 1 (a trim removes only the excess), synchronous durability (each insert commits "
+                    + "and trims before the next request) on tmpfs, accessTimeGranularity 1 ms and a clock that "
+                    + "advances 1 ms per request, so its access order is as precise as its relative rule allows (an "
+                    + "entry's recorded use is not renewed within an eighth of the store's access span). A miss "
+                    + "inserts a 1-byte value. With --quick it runs at the first capacity only. Access updates "
+                    + "committed per hit: \(diskUpdates.isEmpty ? "not run" : diskUpdates).")
         }
-        if trace.format == .oracle {
+        notes.append(
+            "reference: the published figure for the row's own policy, trace and capacity "
+                + "(Benchmarks/Traces/README.md): on LRU rows the published LRU hit ratio, on ARC rows (replayed and "
+                + "published) the published ARC hit ratio, on LIRS and S3-FIFO (published) rows their own; empty "
+                + "where there is none (LMDBCache's rows, unpublished sizes, traces without published figures).")
+        let arcSources = replays.filter { $0.publishedSystems.contains("ARC") }
+            .map { "\($0.name): \(PublishedHitRatios.arcSource(trace: $0.fileName))" }
+        if !arcSources.isEmpty {
             notes.append(
-                "Zero-size requests: records of size 0 are skipped and not counted as requests, as libCacheSim's "
-                    + "oracleGeneral reader skips them (ignore_size_zero_req, on by default); this trace has "
-                    + "\(trace.skippedZeroSize).")
+                "ARC (published): not replayed: the published ARC hit ratio, as both hit ratio and reference, beside "
+                    + "the replayed ARC. Sources: \(arcSources.joined(separator: "; ")). ops/s and latencies are 0 "
+                    + "in --json, as on every published row.")
+        }
+        let otherSources = replays.filter { !$0.publishedSystems.subtracting(["ARC"]).isEmpty }.compactMap { replay in
+            PublishedHitRatios.othersSource(trace: replay.fileName).map { "\(replay.name): \($0)" }
+        }
+        if !otherSources.isEmpty {
+            notes.append(
+                "LIRS (published), S3-FIFO (published): not replayed (the harness has neither): published hit ratios "
+                    + "(1 − misses / requests), as both hit ratio and reference. Sources: "
+                    + "\(otherSources.joined(separator: "; ")).")
+        }
+        for replay in replays where replay.format == .oracle {
+            notes.append(
+                "Zero-size requests (\(replay.name)): records of size 0 are skipped and not counted as requests, as "
+                    + "libCacheSim's oracleGeneral reader skips them (ignore_size_zero_req, on by default); this trace "
+                    + "has \(replay.skippedZeroSize).")
         }
         notes += [
-            "vs LMDBCache: hit ratio over LMDBCache's (default configuration) at the same capacity.",
+            "vs LMDBCache: hit ratio over LMDBCache's (default configuration) at the same trace and capacity.",
             "ops/s in --json: replay speed (requests per second, one thread), not a comparison.",
         ]
-        return SuiteReport(
-            suite: name,
-            parameters: [
-                (
-                    "trace",
-                    "\(options.trace == nil ? "Benchmarks/Traces/\(trace.name) (bundled)" : request.path) "
-                        + "(\(trace.format.rawValue) format): \(trace.ids.count) requests, \(unique) objects\(skipped)"
-                ),
-                (
-                    "capacity",
-                    byteBounded
-                        ? "bytes; each object costs its size (MemoryCache costLimit, cost = size)"
-                        : "entries; each page costs 1 (MemoryCache countLimit)"
-                ),
-                ("LMDBCache shards", "default configuration on this machine: " + shardCounts.joined(separator: ", ")),
-            ],
-            notes: notes,
-            rows: rows)
+        let parameters: [(String, String)] =
+            replays.map { ("trace", $0.description) }
+            + [("LMDBCache shards", "default configuration on this machine: " + perTrace(\.shardCounts))]
+        return SuiteReport(suite: name, parameters: parameters, notes: notes, rows: replays.flatMap(\.rows))
     }
+}
+
+/// What replaying one trace gave: its rows and what the report says of it.
+private struct TraceReplay {
+    /// The trace's file name without `.gz`, as the table's trace column shows it.
+    var name: String
+    /// The file name as read, which ``PublishedHitRatios`` looks figures up by.
+    var fileName: String
+    var format: TraceFormat
+    var byteBounded: Bool
+    var skippedZeroSize: Int
+    /// Where it came from, its format, requests and objects, what capacity counts.
+    var description = ""
+    var rows: [ResultRow] = []
+    /// Per capacity: where the default configuration's adaptive windows ended.
+    var windowShares: [String] = []
+    /// Per capacity: the disk tier's access updates per hit (count-bounded traces).
+    var diskAccessUpdates: [String] = []
+    /// Per capacity with a published ARC figure: the replayed ARC minus it.
+    var arcGaps: [String] = []
+    /// Per capacity: the default configuration's shard count.
+    var shardCounts: [String] = []
+    /// The systems with a published row (`ARC`, `LIRS`, `S3-FIFO`).
+    var publishedSystems: Set<String> = []
+}
+
+/// A difference of hit ratios in percentage points, signed, two decimals: `+0.01`, `-1.23`, `0.00`.
+private func formatPoints(_ difference: Double) -> String {
+    let text = format(abs(difference) * 100, decimals: 2)
+    if text == "0.00" { return text }
+    return (difference > 0 ? "+" : "-") + text
 }
 
 /// Replays `trace` through a `MemoryCache` of `capacity` entries (or bytes); returns the hits,
@@ -295,6 +410,17 @@ func replayExactLRU(_ trace: Trace, capacity: Int) -> (hits: Int, nanoseconds: U
     var hits = 0
     let start = nanosecondsNow()
     for index in trace.ids.indices where lru.access(trace.ids[index], cost: Int(trace.sizes[index])) {
+        hits += 1
+    }
+    return (hits, nanosecondsNow() - start)
+}
+
+/// Replays `trace` through ``ExactARC``.
+func replayExactARC(_ trace: Trace, capacity: Int) -> (hits: Int, nanoseconds: UInt64) {
+    var arc = ExactARC(capacity: capacity)
+    var hits = 0
+    let start = nanosecondsNow()
+    for index in trace.ids.indices where arc.access(trace.ids[index], cost: Int(trace.sizes[index])) {
         hits += 1
     }
     return (hits, nanosecondsNow() - start)

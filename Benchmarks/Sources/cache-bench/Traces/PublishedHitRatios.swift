@@ -22,6 +22,20 @@ enum PublishedHitRatios {
     static let cloudPhysicsARCMisses: [Int: Int] = [
         128: 90_252, 256: 85_861, 384: 78_168, 512: 74_297, 640: 67_381, 768: 65_685, 896: 64_439, 1_024: 64_772,
     ]
+    /// The same trace and sizes, LIRS misses from the same file and commit (`test_LIRS`'s
+    /// `miss_cnt_true`, line 466: `{89819, 79237, 73143, 70363, 68405, 64494, 58640, 53924}`),
+    /// libCacheSim's own LIRS (`create_test_cache("LIRS", cc_params, reader, NULL)`: no parameters
+    /// given, its defaults), byte-bounded like its LRU: MiB → misses. As hit ratios: 21.12 … 52.65 %.
+    static let cloudPhysicsLIRSMisses: [Int: Int] = [
+        128: 89_819, 256: 79_237, 384: 73_143, 512: 70_363, 640: 68_405, 768: 64_494, 896: 58_640, 1_024: 53_924,
+    ]
+    /// The same trace and sizes, S3-FIFO misses from the same file and commit (`test_S3FIFO`'s
+    /// `miss_cnt_true`, line 428: `{90117, 80915, 75060, 72191, 69815, 65542, 60799, 56045}`),
+    /// libCacheSim's own S3-FIFO (`create_test_cache("S3-FIFO", cc_params, reader, NULL)`: its
+    /// defaults), byte-bounded like its LRU: MiB → misses. As hit ratios: 20.86 … 50.78 %.
+    static let cloudPhysicsS3FIFOMisses: [Int: Int] = [
+        128: 90_117, 256: 80_915, 384: 75_060, 512: 72_191, 640: 69_815, 768: 65_542, 896: 60_799, 1_024: 56_045,
+    ]
     /// The requests libCacheSim counts in that trace (`g_req_cnt_true`, line 8 of the same file):
     /// every record, since none has size 0 (its reader skips those; see ``Trace``).
     static let cloudPhysicsRequests = 113_872
@@ -40,6 +54,24 @@ enum PublishedHitRatios {
         return nil
     }
 
+    /// Published hit ratios of `trace` at `capacity` for policies the harness does not replay,
+    /// as (system, hit ratio), in the order the table shows them: LIRS and S3-FIFO for
+    /// cloudPhysicsIO; none for other traces.
+    static func others(trace name: String, capacity: Int) -> [(system: String, hitRatio: Double)] {
+        guard name.hasPrefix("cloudPhysicsIO") else { return [] }
+        return [("LIRS", cloudPhysicsLIRSMisses), ("S3-FIFO", cloudPhysicsS3FIFOMisses)].compactMap { system, misses in
+            cloudPhysics(misses, capacity: capacity).map { (system, $0) }
+        }
+    }
+
+    /// Where ``others(trace:capacity:)``'s figures for `trace` come from, for the suite's notes.
+    static func othersSource(trace name: String) -> String? {
+        guard name.hasPrefix("cloudPhysicsIO") else { return nil }
+        return "misses of libCacheSim's own LIRS and S3-FIFO (default parameters) in its test/test_evictionAlgo.c "
+            + "(test_LIRS line 466, test_S3FIFO line 428, 1a1a11a/libCacheSim at "
+            + "7c8506470a6c4c94b4e5a2fcf8a78a9873456455), over 113,872 requests"
+    }
+
     /// The number of requests the published figures of `trace` are over, if known: a replay of
     /// another number of requests cannot be compared with them.
     static func requests(trace name: String) -> Int? {
@@ -52,7 +84,8 @@ enum PublishedHitRatios {
     static func arcSource(trace name: String) -> String {
         if name.hasPrefix("OLTP") { return "Megiddo and Modha, FAST '03 (the ARC paper)" }
         if name.hasPrefix("cloudPhysicsIO") {
-            return "misses of libCacheSim's own ARC in its test/test_evictionAlgo.c (test_ARC), over 113,872 requests"
+            return "misses of libCacheSim's own ARC in its test/test_evictionAlgo.c (test_ARC line 360, "
+                + "1a1a11a/libCacheSim at 7c8506470a6c4c94b4e5a2fcf8a78a9873456455), over 113,872 requests"
         }
         return "none"
     }

@@ -24,12 +24,15 @@ enum TraceFormat: String, Sendable {
     }
 }
 
-/// `--trace PATH --trace-format F --sizes N,...`: one trace to replay at given capacities.
+/// `--trace PATH [--trace-format F] [--sizes N,...]`, or a bundled trace: one trace to replay at
+/// given capacities.
 struct TraceRequest: Sendable {
     var path: String
     var format: TraceFormat
     /// Capacities (entries for arc, bytes for oracle); nil: the reference sizes, if known.
     var sizes: [Int]?
+    /// Whether it is one of the bundled traces (Benchmarks/Traces), for the report.
+    var bundled = false
 }
 
 /// A replayable trace: the requested object ids in order, with each request's size.
