@@ -140,8 +140,9 @@ struct MemoryShard<Key: Hashable, Value> {
         if isAdaptive && counting { sketch.increment(tag) }
         guard let index = find(key, tag: tag) else {
             statistics.misses += counted
-            if isAdaptive && counting {
-                sampleLookup(hit: false)
+            if isAdaptive {
+                if counting { sampleLookup(hit: false) }
+                // An uncounted look repeats a counted one: its fill is that access too.
                 lastMissTag = tag
             }
             return nil
@@ -178,15 +179,7 @@ struct MemoryShard<Key: Hashable, Value> {
     ) {
         statistics.unreported += 1
         generation &+= 1
-        if isAdaptive {
-            // A miss and the insert that fills it are one access of the key, counted at the miss
-            // (as Caffeine counts a load once); any other insert is an access of its own.
-            if lastMissTag == tag {
-                lastMissTag = nil
-            } else {
-                sketch.increment(tag)
-            }
-        }
+        countWrite(tag: tag)
         if let limit = limits.cost, cost > limit {
             // It could never stay: it replaces the old value and goes at once, evicting nothing else.
             if let index = find(key, tag: tag) { removed.append(remove(index, reason: .replaced)) }
@@ -241,7 +234,20 @@ struct MemoryShard<Key: Hashable, Value> {
     /// lookup: a value read from disk whose promotion into memory was skipped.
     @inlinable
     mutating func recordAccess(tag: UInt32) {
-        if isAdaptive { sketch.increment(tag) }
+        countWrite(tag: tag)
+    }
+
+    /// Counts an insert of the key whose hash tag is `tag` in the sketch, unless it fills the
+    /// shard's last miss: a miss and the insert that fills it are one access of the key, counted
+    /// at the miss (as Caffeine counts a load once). Any other insert is an access of its own.
+    @inlinable
+    mutating func countWrite(tag: UInt32) {
+        guard isAdaptive else { return }
+        if lastMissTag == tag {
+            lastMissTag = nil
+        } else {
+            sketch.increment(tag)
+        }
     }
 
     /// Removes the entry for `key`, returning its value.
