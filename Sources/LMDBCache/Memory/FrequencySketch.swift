@@ -46,13 +46,26 @@ struct FrequencySketch {
 
     /// Resizes the sketch for `keys` keys when it was sized for fewer (as Caffeine's sketch grows
     /// with a weighted cache's entry count): at least doubling, so a growing shard reallocates
-    /// only a logarithmic number of times. The counts start over: a larger table spreads keys
-    /// differently. Nothing when the sketch is empty (a shard that never evicts) or already
-    /// large enough.
+    /// only a logarithmic number of times. The counts carry over: a key's block is chosen by the
+    /// top bits of its hash, so in a table twice as large it lies in one of the two halves of its
+    /// old block, and each new block starts as a copy of the old one; every estimate is what it
+    /// was (collisions of the old table included), and new counts collide less. Nothing when the
+    /// sketch is empty (a shard that never evicts) or already large enough.
     @inlinable
     mutating func ensureCapacity(_ keys: Int) {
         guard !words.isEmpty, keys > capacity, capacity < Self.maximumCapacity else { return }
-        self = FrequencySketch(capacity: max(keys, 2 * capacity), seed: seed)
+        let grown = FrequencySketch(capacity: max(keys, 2 * capacity), seed: seed)
+        let extraBits = grown.wordBits - wordBits
+        var table = grown.words
+        for block in 0..<(table.count >> 3) {
+            let old = (block >> extraBits) << 3
+            for word in 0..<8 { table[block << 3 | word] = words[old | word] }
+        }
+        words = table
+        wordBits = grown.wordBits
+        capacity = grown.capacity
+        sampleSize = grown.sampleSize
+        halve()
     }
 
     /// An empty sketch that allocates nothing, for a shard that never evicts.

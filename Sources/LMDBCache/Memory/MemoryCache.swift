@@ -127,8 +127,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     func insert(
         _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, now: UInt64, ifGeneration: UInt64? = nil
     ) {
-        let (removed, report) = insertDeferringRemovals(
-            value, forKey: key, cost: cost, expires: expires, now: now, ifGeneration: ifGeneration)
+        var removed = RemovedEntries<Key, Value>()
+        let report = insert(
+            value, forKey: key, cost: cost, expires: expires, now: now, ifGeneration: ifGeneration, removed: &removed)
         finish(removed, report)
     }
 
@@ -139,10 +140,22 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     func insertDeferringRemovals(
         _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, now: UInt64, ifGeneration: UInt64? = nil
     ) -> (RemovedEntries<Key, Value>, ShardReport?) {
+        var removed = RemovedEntries<Key, Value>()
+        let report = insert(
+            value, forKey: key, cost: cost, expires: expires, now: now, ifGeneration: ifGeneration, removed: &removed)
+        return (removed, report)
+    }
+
+    /// The insert under the shard's lock: what it removed goes into `removed` (filled in place,
+    /// never copied: each copy of an entry retains its key and value).
+    @inlinable
+    func insert(
+        _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, now: UInt64, ifGeneration: UInt64?,
+        removed: inout RemovedEntries<Key, Value>
+    ) -> ShardReport? {
         let hash = key.hashValue
         let cost = max(0, cost ?? weigher?(value) ?? 0)
-        var removed = RemovedEntries<Key, Value>()
-        let report = shards.withLock(at: shardIndex(hash)) { shard -> ShardReport? in
+        return shards.withLock(at: shardIndex(hash)) { shard -> ShardReport? in
             if let ifGeneration, shard.generation != ifGeneration {
                 // Not promoted, but a disk hit is an access all the same.
                 shard.recordAccess(tag: SlotTable.tag(hash))
@@ -154,7 +167,6 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                 value, forKey: key, tag: SlotTable.tag(hash), cost: cost, expires: expires, now: now, removed: &removed)
             return metrics == nil ? nil : shard.takeReport(force: false)
         }
-        return (removed, report)
     }
 
     /// ``value(forKey:)``, also returning the generation of the key's shard for a later
@@ -348,14 +360,17 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
     }
 
-    /// Outside any lock: tells the listener and metrics of removals and releases removed values.
+    /// Outside any lock: tells the listener and metrics of removals. The caller releases the
+    /// removed values when its `removed` goes, after this, also outside the lock.
     @inlinable @inline(__always)
-    func finish(_ removed: consuming RemovedEntries<Key, Value>, _ report: ShardReport?) {
+    func finish(_ removed: borrowing RemovedEntries<Key, Value>, _ report: ShardReport?) {
+        // Nobody to tell: the entries are released when the caller's copy goes, after the lock.
+        guard listener != nil || metrics != nil else { return }
         if !removed.isEmpty || report != nil { deliver(removed, report) }
     }
 
     @inlinable
-    func deliver(_ removed: consuming RemovedEntries<Key, Value>, _ report: ShardReport?) {
+    func deliver(_ removed: borrowing RemovedEntries<Key, Value>, _ report: ShardReport?) {
         removed.forEach { key, value, reason in
             metrics?.count(reason)
             listener?(CacheRemoval(key: key, value: value, reason: reason, tier: .memory))

@@ -44,26 +44,27 @@ struct ShardReport {
 @usableFromInline
 struct RemovedEntries<Key, Value> {
     @usableFromInline typealias Entry = (key: Key, value: Value, reason: RemovalReason)
-
     @usableFromInline var first: Entry?
     @usableFromInline var rest: [Entry] = []
+    /// Kept apart from `first` so that asking costs no look into the generic optional.
+    @usableFromInline var count = 0
 
     @inlinable
     init() {}
 
-    @usableFromInline var isEmpty: Bool { first == nil }
-
-    @usableFromInline var count: Int { first == nil ? 0 : 1 + rest.count }
+    @inlinable
+    var isEmpty: Bool { count == 0 }
 
     @inlinable
-    mutating func append(_ entry: Entry) {
-        if first == nil { first = entry } else { rest.append(entry) }
+    mutating func append(_ entry: consuming Entry) {
+        if count == 0 { first = entry } else { rest.append(entry) }
+        count += 1
     }
 
     /// Calls `body` with each entry, oldest removal first.
     @inlinable
     func forEach(_ body: (Entry) -> Void) {
-        guard let first else { return }
+        guard count > 0, let first else { return }
         body(first)
         rest.forEach(body)
     }

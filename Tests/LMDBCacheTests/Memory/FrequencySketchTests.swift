@@ -53,4 +53,40 @@ struct FrequencySketchTests {
         second.increment(99)
         #expect(first.words != second.words)
     }
+
+    @Test("growing a sketch keeps what it knew, halved as a new period starts", arguments: [1, 2, 3] as [UInt64])
+    func growthCarriesCountsOver(seed: UInt64) {
+        var random = PowerLossRandom(seed: seed)
+        var sketch = FrequencySketch(capacity: 64, seed: random.next())
+        for _ in 0..<300 { sketch.increment(UInt32(truncatingIfNeeded: random.next() % 200)) }
+        let before = (0..<200 as Range<UInt32>).map { sketch.frequency($0) }
+        sketch.ensureCapacity(1_000)
+        #expect(sketch.capacity >= 1_000)
+        #expect(sketch.words.count >= 1_024)
+        #expect(sketch.sampleSize == 10 * sketch.capacity)
+        for tag in 0..<200 as Range<UInt32> {
+            #expect(sketch.frequency(tag) == before[Int(tag)] / 2, "tag \(tag)")
+        }
+        // Already large enough: nothing changes.
+        let words = sketch.words
+        sketch.ensureCapacity(500)
+        #expect(sketch.words == words)
+        // An empty sketch (a shard that never evicts) stays empty.
+        var empty = FrequencySketch()
+        empty.ensureCapacity(1_000)
+        #expect(empty.words.isEmpty)
+    }
+
+    @Test("a shard bounded by cost alone grows its sketch with its entries")
+    func costBoundedShardGrowsItsSketch() {
+        var shard = MemoryShard<Int, Int>(limits: .init(count: nil, cost: 1_000_000, age: nil), adaptive: true, seed: 5)
+        #expect(shard.sketch.capacity == 64)
+        var removed = RemovedEntries<Int, Int>()
+        for key in 0..<3_000 {
+            shard.insert(key, forKey: key, tag: UInt32(key), cost: 1, expires: 0, now: 0, removed: &removed)
+        }
+        #expect(shard.count == 3_000)
+        #expect(shard.sketch.capacity >= 3_000)
+        #expect(shard.sketch.capacity <= 2 * 3_000)
+    }
 }
