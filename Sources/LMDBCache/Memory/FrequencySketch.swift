@@ -83,13 +83,18 @@ struct FrequencySketch {
     mutating func increment(_ tag: UInt32) {
         guard !words.isEmpty else { return }
         let hash = mixed(tag)
-        var added = false
-        for row in 0..<4 {
-            let (word, shift) = position(hash, row: row)
-            if (words[word] >> shift) & 0xF < 15 {
-                words[word] &+= 1 << shift
-                added = true
+        let block = blockStart(hash)
+        // One uniqueness check for the four writes, not one each.
+        let added = words.withUnsafeMutableBufferPointer { words in
+            var added = false
+            for row in 0..<4 {
+                let (word, shift) = Self.position(hash, block: block, row: row)
+                if (words[word] >> shift) & 0xF < 15 {
+                    words[word] &+= 1 << shift
+                    added = true
+                }
             }
+            return added
         }
         guard added else { return }
         additions += 1
@@ -101,9 +106,10 @@ struct FrequencySketch {
     func frequency(_ tag: UInt32) -> Int {
         guard !words.isEmpty else { return 0 }
         let hash = mixed(tag)
+        let block = blockStart(hash)
         var least: UInt64 = 15
         for row in 0..<4 {
-            let (word, shift) = position(hash, row: row)
+            let (word, shift) = Self.position(hash, block: block, row: row)
             least = min(least, (words[word] >> shift) & 0xF)
         }
         return Int(least)
@@ -133,13 +139,19 @@ struct FrequencySketch {
         return x ^ (x >> 31)
     }
 
-    /// Row `row`'s counter for `hash`. All four of a key's counters lie in one block of eight
-    /// words (64 bytes; the array's storage is 16-byte aligned, so one or two cache lines), chosen by the top bits of the hash times an odd constant,
-    /// so an increment or an estimate touches one line; row `r` uses word `2r` or `2r + 1` of the
-    /// block and one of its sixteen counters, each chosen by bits of the hash of their own.
+    /// The first word of `hash`'s block of eight (64 bytes; the array's storage is 16-byte
+    /// aligned, so one or two cache lines): the top bits of the hash times an odd constant, so an
+    /// increment or an estimate touches one line.
     @inlinable @inline(__always)
-    func position(_ hash: UInt64, row: Int) -> (word: Int, shift: UInt64) {
-        let block = Int(truncatingIfNeeded: (hash &* 0x9E37_79B9_7F4A_7C15) >> UInt64(67 - wordBits)) << 3
+    func blockStart(_ hash: UInt64) -> Int {
+        Int(truncatingIfNeeded: (hash &* 0x9E37_79B9_7F4A_7C15) >> UInt64(67 - wordBits)) << 3
+    }
+
+    /// Row `row`'s counter for `hash` in the block starting at `block`: row `r` uses word `2r` or
+    /// `2r + 1` of the block and one of its sixteen counters, each chosen by bits of the hash of
+    /// their own.
+    @inlinable @inline(__always)
+    static func position(_ hash: UInt64, block: Int, row: Int) -> (word: Int, shift: UInt64) {
         let word = block | (row << 1) | Int(truncatingIfNeeded: (hash >> UInt64(row)) & 1)
         let counter = (hash >> UInt64(8 + (row << 2))) & 15
         return (word, counter << 2)

@@ -90,7 +90,7 @@ extension MemoryShard {
     mutating func enforceLimits(now: UInt64, removed: inout RemovedEntries<Key, Value>) {
         if isAdaptive {
             // Stale entries first: a candidate must not lose to a victim that is gone anyway.
-            removeStaleEnds(now: now, removed: &removed)
+            if hasExpiring || limits.age != nil { removeStaleEnds(now: now, removed: &removed) }
             admitFromWindow(now: now, removed: &removed)
             evictFromMain(now: now, removed: &removed)
             removeIdleEnds(now: now, removed: &removed)

@@ -102,6 +102,9 @@ struct MemoryShard<Key: Hashable, Value> {
     /// The hash tag of the last key missed, until an insert of it (a fill of that miss) or the
     /// next miss: the fill is not counted again in the ``sketch``.
     @usableFromInline var lastMissTag: UInt32?
+    /// Set once an entry with an expiry is stored: until then no entry can be stale but by the
+    /// age limit, and inserts skip looking for stale entries.
+    @usableFromInline var hasExpiring = false
     /// xorshift state for admitting a random few warm candidates (seeded per shard).
     @usableFromInline var random: UInt64
 
@@ -180,6 +183,7 @@ struct MemoryShard<Key: Hashable, Value> {
         statistics.unreported += 1
         generation &+= 1
         countWrite(tag: tag)
+        if expires != 0 { hasExpiring = true }
         if let limit = limits.cost, cost > limit {
             // It could never stay: it replaces the old value and goes at once, evicting nothing else.
             if let index = find(key, tag: tag) { removed.append(remove(index, reason: .replaced)) }
@@ -302,7 +306,9 @@ struct MemoryShard<Key: Hashable, Value> {
 
     @inlinable @inline(__always)
     func find(_ key: Key, tag: UInt32) -> Int32? {
-        table.find(tag: tag) { nodes[Int($0)].key == key }
+        // Through a buffer pointer: `nodes[i].key` copied the whole node (retaining its key and
+        // value) before comparing, in callers that specialize this code (callgrind).
+        nodes.withUnsafeBufferPointer { nodes in table.find(tag: tag) { nodes[Int($0)].key == key } }
     }
 
     /// Unlinks and frees the node at `index`, returning its entry.
