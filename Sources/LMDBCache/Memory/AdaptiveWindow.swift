@@ -86,7 +86,8 @@ final class WindowClimber: Sendable {
     /// bounded by cost alone). Returns the window's share, moved if the lookups ended a sample.
     @usableFromInline
     func report(hits: Int, misses: Int, entries: Int) -> Double {
-        let capacity = countLimit ?? max(entries, 32).multipliedReportingOverflow(by: shards).partialValue
+        let estimate = max(entries, 32).multipliedReportingOverflow(by: shards)
+        let capacity = countLimit ?? (estimate.overflow ? .max : estimate.partialValue)
         let period = max(capacity, 1).multipliedReportingOverflow(by: Self.samplesPerCapacity)
         return window.withLock { window in
             _ = window.record(hits: hits, misses: misses, period: period.overflow ? .max : period.partialValue)

@@ -306,9 +306,7 @@ struct MemoryShard<Key: Hashable, Value> {
 
     @inlinable @inline(__always)
     func find(_ key: Key, tag: UInt32) -> Int32? {
-        // Through a buffer pointer: `nodes[i].key` copied the whole node (retaining its key and
-        // value) before comparing, in callers that specialize this code (callgrind).
-        nodes.withUnsafeBufferPointer { nodes in table.find(tag: tag) { nodes[Int($0)].key == key } }
+        table.find(tag: tag) { nodes[Int($0)].key == key }
     }
 
     /// Unlinks and frees the node at `index`, returning its entry.
