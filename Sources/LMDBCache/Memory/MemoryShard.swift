@@ -213,6 +213,8 @@ struct MemoryShard<Key: Hashable, Value> {
             }
             statistics.removals[RemovalReason.replaced.index] += 1
             removed.append((key, old, .replaced))
+            // Nothing grew and nothing can be stale: the limits held before and still hold.
+            if change <= 0 && limits.age == nil && !hasExpiring { return }
         } else {
             let node = Node(key: key, value: value, cost: cost, accessed: now, expires: expires, tag: tag)
             let index: Int32
