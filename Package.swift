@@ -106,7 +106,9 @@ let package = Package(
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 // Model-based tests: random operation sequences, shrunk when they fail.
                 .product(name: "PropertyBased", package: "swift-property-based"),
-            ]
+            ],
+            // Data the tests read through #filePath (a trace excerpt), not bundle resources.
+            exclude: ["Resources"]
         ),
         // cache-dump run as a real process against caches the library wrote.
         .testTarget(
