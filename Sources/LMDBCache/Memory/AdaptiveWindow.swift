@@ -74,8 +74,9 @@ final class WindowClimber: Sendable {
     private let countLimit: Int?
     private let shards: Int
 
-    /// A climber for a cache of `shards` shards with `countLimit` (nil: bounded by cost only,
-    /// when the sample is ten times the entries the cache holds).
+    /// A climber for a cache of `shards` shards with `countLimit` (nil: bounded by cost alone,
+    /// when a sample is ``samplesPerCapacity`` times the entries the cache holds, estimated as a
+    /// reporting shard's entries, at least 32, times the shards).
     @usableFromInline
     init(countLimit: Int?, shards: Int) {
         self.countLimit = countLimit

@@ -112,6 +112,14 @@ extension MemoryShard {
         }
     }
 
+    /// True when the window and the protected list hold no more than their budgets (always under
+    /// `.lru`, whose budgets are unbounded).
+    @inlinable
+    var segmentsWithinBudgets: Bool {
+        window.count <= budgets.windowCount && window.cost <= budgets.windowCost
+            && protected.count <= budgets.protectedCount && protected.cost <= budgets.protectedCost
+    }
+
     /// `.count` while over the count limit, else `.cost` while over the cost limit, else nil.
     @inlinable
     var excessReason: RemovalReason? {

@@ -154,7 +154,10 @@ struct MemoryShard<Key: Hashable, Value> {
         if let reason = staleness(expires: nodes[i].expires, accessed: nodes[i].accessed, now: now) {
             removed.append(remove(index, reason: reason))
             statistics.misses += counted
-            if isAdaptive && counting { sampleLookup(hit: false) }
+            if isAdaptive {
+                if counting { sampleLookup(hit: false) }
+                lastMissTag = tag
+            }
             return nil
         }
         nodes[i].accessed = now
@@ -213,8 +216,9 @@ struct MemoryShard<Key: Hashable, Value> {
             }
             statistics.removals[RemovalReason.replaced.index] += 1
             removed.append((key, old, .replaced))
-            // Nothing grew and nothing can be stale: the limits held before and still hold.
-            if change <= 0 && limits.age == nil && !hasExpiring { return }
+            // Nothing grew, nothing can be stale, and the lists are within their budgets (the
+            // window's share may have moved since the last insert): nothing to evict or move.
+            if change <= 0 && limits.age == nil && !hasExpiring && segmentsWithinBudgets { return }
         } else {
             let node = Node(key: key, value: value, cost: cost, accessed: now, expires: expires, tag: tag)
             let index: Int32

@@ -191,37 +191,28 @@ struct AdaptiveReferenceModelTests {
         #expect(harness.model.share != AdaptiveWindow.initialShare, "the window's share moved: the climber was checked")
     }
 
-    // MARK: Known divergences
+    // MARK: Stale misses
 
     @Test("a lookup that finds its entry expired is a miss whose fill counts once in the sketch")
     func staleMissFillCountsOnce() {
         // lastMissTag: "the hash tag of the last key missed, until an insert of it (a fill of that
-        // miss) or the next miss: the fill is not counted again". A lookup that finds its entry
-        // expired (or idle past the age limit) removes it and counts a miss, but the shard does not
-        // remember it: the fill is counted a second time. The model follows the documentation.
-        // (MemoryShard.value(forKey:…)'s stale branch sets no lastMissTag.) Once the shard does,
-        // these two tests fail as "known issue not recorded": drop `withKnownIssue` here, and
-        // `ReferenceShard.Quirks.shard` from the harness's default.
-        var harness = ShardModelHarness("stale miss", count: 10, cost: nil, age: nil, seed: 7, quirks: .documented)
+        // miss) or the next miss". A lookup that finds its entry expired removes it and misses.
+        var harness = ShardModelHarness("stale miss", count: 10, cost: nil, age: nil, seed: 7)
         harness.insert(1, value: 1, cost: 0, expires: harness.now + 10)
         harness.advance(by: 10)
         harness.lookup(1)  // expired: removed, a miss (the sketch: 2)
-        withKnownIssue("a stale miss is not remembered as the last miss: its fill counts again in the sketch") {
-            harness.insert(1, value: 2, cost: 0)  // the fill: the model's sketch stays at 2, the shard's goes to 3
-            #expect(harness.shard.sketch.frequency(1) == 2)
-        }
+        harness.insert(1, value: 2, cost: 0)  // its fill
+        #expect(harness.shard.sketch.frequency(1) == 2)
     }
 
     @Test("a lookup that finds its entry expired is the next miss: an earlier miss's key counts when inserted")
     func staleMissEndsTheEarlierMiss() {
-        var harness = ShardModelHarness("stale miss", count: 10, cost: nil, age: nil, seed: 7, quirks: .documented)
+        var harness = ShardModelHarness("stale miss", count: 10, cost: nil, age: nil, seed: 7)
         harness.insert(1, value: 1, cost: 0, expires: harness.now + 10)
         harness.advance(by: 10)
         harness.lookup(5)  // absent: the last miss is 5
         harness.lookup(1)  // expired: the next miss
-        withKnownIssue("the stale miss does not replace the earlier miss: 5's insert is taken for its fill") {
-            harness.insert(5, value: 5, cost: 0)
-            #expect(harness.shard.sketch.frequency(5) == 2)
-        }
+        harness.insert(5, value: 5, cost: 0)
+        #expect(harness.shard.sketch.frequency(5) == 2)
     }
 }

@@ -46,24 +46,11 @@ struct ReferenceShard {
         case evictedFromWindow, demoted, promoted, shareMoved, sketchGrown, skippedMove
     }
 
-    struct Quirks {
-        /// A lookup that finds its entry expired or idle past the age limit is a miss, and per
-        /// `MemoryShard.lastMissTag`'s documentation ("the hash tag of the last key missed, until
-        /// an insert of it (a fill of that miss) or the next miss") its fill should not count
-        /// again in the sketch. The shard remembers only misses of absent keys. True: follow the
-        /// shard (a stale miss is not remembered, and does not forget an earlier miss).
-        var staleMissIsNotRemembered = false
-
-        static let documented = Quirks()
-        static let shard = Quirks(staleMissIsNotRemembered: true)
-    }
-
     let countLimit: Int?
     let costLimit: Int?
     let ageLimit: UInt64?
     /// `.adaptive` with a count or cost limit.
     let adaptive: Bool
-    let quirks: Quirks
 
     private(set) var entries: [Int: Entry] = [:]
     /// Oldest (least recently used) first, indexed by `List.rawValue`.
@@ -91,12 +78,11 @@ struct ReferenceShard {
     private var sampleHits = 0
     private var sampleMisses = 0
 
-    init(count: Int?, cost: Int?, age: UInt64?, adaptive: Bool, seed: UInt64, quirks: Quirks = .documented) {
+    init(count: Int?, cost: Int?, age: UInt64?, adaptive: Bool, seed: UInt64) {
         countLimit = count
         costLimit = cost
         ageLimit = age
         self.adaptive = adaptive && (count != nil || cost != nil)
-        self.quirks = quirks
         // The sketch is sized for the count limit, or for 64 keys when only cost bounds the shard.
         sketch = self.adaptive ? FrequencySketch(capacity: count ?? 64, seed: seed) : FrequencySketch()
         climber = ClimberModel(countLimit: count)
@@ -153,19 +139,16 @@ struct ReferenceShard {
         if counted { sketch.increment(tag) }
         guard let entry = entries[key] else {
             if counting { misses += 1 }
-            if counted {
-                countLookup(hit: false)
-                lastMiss = tag
-            }
+            if counted { countLookup(hit: false) }
+            // An uncounted look repeats a counted one: its fill is that access too.
+            if adaptive { lastMiss = tag }
             return nil
         }
         if let reason = staleness(entry, now: now) {
             drop(key, reason)
             if counting { misses += 1 }
-            if counted {
-                countLookup(hit: false)
-                if !quirks.staleMissIsNotRemembered { lastMiss = tag }
-            }
+            if counted { countLookup(hit: false) }
+            if adaptive { lastMiss = tag }
             return nil
         }
         entries[key]!.accessed = now
@@ -180,8 +163,15 @@ struct ReferenceShard {
     }
 
     /// A value read elsewhere (from disk) and not stored: an access for the sketch.
+    /// A disk hit whose promotion was skipped: the fill of the last miss if it is that key's
+    /// (counted at the miss), else an access of its own.
     mutating func recordAccess(tag: UInt32) {
-        if adaptive { sketch.increment(tag) }
+        guard adaptive else { return }
+        if lastMiss == tag {
+            lastMiss = nil
+        } else {
+            sketch.increment(tag)
+        }
     }
 
     mutating func insert(_ value: Int, forKey key: Int, tag: UInt32, cost: Int, expires: UInt64, now: UInt64) {

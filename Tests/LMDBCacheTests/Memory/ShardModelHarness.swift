@@ -60,17 +60,15 @@ struct ShardModelHarness {
     let name: String
     let checksInvariants: Bool
 
-    /// A shard and its model with the same limits and seed. `quirks`: by default the model follows
-    /// the shard where it departs from its documentation in a known way (``ReferenceShard/Quirks``),
-    /// so that a long run goes on past it; the known-issue tests pass `.documented`.
+    /// A shard and its model with the same limits and seed.
     init(
         _ name: String, count: Int?, cost: Int?, age: UInt64?, adaptive: Bool = true, seed: UInt64,
-        quirks: ReferenceShard.Quirks = .shard, now: UInt64 = 1_000_000, checksInvariants: Bool = true,
+        now: UInt64 = 1_000_000, checksInvariants: Bool = true,
         tag: @escaping (Int) -> UInt32 = { UInt32(truncatingIfNeeded: $0) }
     ) {
         self.name = name
         shard = MemoryShard(limits: .init(count: count, cost: cost, age: age), adaptive: adaptive, seed: seed)
-        model = ReferenceShard(count: count, cost: cost, age: age, adaptive: adaptive, seed: seed, quirks: quirks)
+        model = ReferenceShard(count: count, cost: cost, age: age, adaptive: adaptive, seed: seed)
         self.tag = tag
         self.now = now
         self.checksInvariants = checksInvariants
