@@ -1,6 +1,7 @@
 /// The share of a cache's capacity given to the ``MemoryCache/Policy/adaptive`` policy's window,
 /// moved by hill climbing on the hit ratio: Caffeine's adaptation ("Adaptive Software Cache
-/// Management", Einziger, Eytan, Friedman and Manes, Middleware 2018), with Caffeine's constants.
+/// Management", Einziger, Eytan, Friedman and Manes, Middleware 2018), with Caffeine's constants
+/// but for the sample's length (``WindowClimber/samplesPerCapacity``).
 ///
 /// Lookups are counted in samples of ``WindowClimber/samplesPerCapacity`` times the cache's
 /// capacity in entries. After each sample the share moves one step: on in the
@@ -63,23 +64,28 @@ struct AdaptiveWindow {
 }
 
 /// One ``AdaptiveWindow`` for a whole cache, fed by all its shards: each shard counts its own
-/// lookups and hands them over every ``MemoryShard/reportPeriod``, so the climber sees the
-/// cache's hit ratio in samples as long as Caffeine's (a climber per shard would see samples a
-/// shard-count times shorter, or take that many times longer to move), and the threads touch
-/// its lock once per many lookups.
+/// lookups and hands them over every ``MemoryShard/reportPeriod`` once it is full, so the climber
+/// sees the cache's hit ratio in samples of the cache's length (a climber per shard would see
+/// samples a shard-count times shorter, or take that many times longer to move), and the threads
+/// touch its lock once per many lookups. A shard applies a moved share at its next report, so
+/// shards read rarely keep the share they last saw for a while.
 @usableFromInline
 final class WindowClimber: Sendable {
     private let window = Locked(AdaptiveWindow())
     /// The cache's count limit, if any.
     private let countLimit: Int?
+    /// True when a cost limit may bind before the count limit.
+    private let costBounded: Bool
     private let shards: Int
 
-    /// A climber for a cache of `shards` shards with `countLimit` (nil: bounded by cost alone,
-    /// when a sample is ``samplesPerCapacity`` times the entries the cache holds, estimated as a
-    /// reporting shard's entries, at least 32, times the shards).
+    /// A climber for a cache of `shards` shards with `countLimit` and, if `costBounded`, a cost
+    /// limit. A sample is ``samplesPerCapacity`` times the capacity in entries: the count limit,
+    /// or, with a cost limit, the entries the cache holds (a reporting shard's entries, at least
+    /// 32, times the shards) when fewer; never fewer than one report.
     @usableFromInline
-    init(countLimit: Int?, shards: Int) {
+    init(countLimit: Int?, costBounded: Bool, shards: Int) {
         self.countLimit = countLimit
+        self.costBounded = costBounded
         self.shards = max(1, shards)
     }
 
@@ -87,8 +93,11 @@ final class WindowClimber: Sendable {
     /// bounded by cost alone). Returns the window's share, moved if the lookups ended a sample.
     @usableFromInline
     func report(hits: Int, misses: Int, entries: Int) -> Double {
-        let estimate = max(entries, 32).multipliedReportingOverflow(by: shards)
-        let capacity = countLimit ?? (estimate.overflow ? .max : estimate.partialValue)
+        var capacity = countLimit ?? .max
+        if costBounded {
+            let estimate = max(entries, 32).multipliedReportingOverflow(by: shards)
+            capacity = min(capacity, estimate.overflow ? .max : estimate.partialValue)
+        }
         let period = max(capacity, 1).multipliedReportingOverflow(by: Self.samplesPerCapacity)
         return window.withLock { window in
             _ = window.record(hits: hits, misses: misses, period: period.overflow ? .max : period.partialValue)

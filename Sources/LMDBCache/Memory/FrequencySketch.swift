@@ -48,9 +48,10 @@ struct FrequencySketch {
     /// with a weighted cache's entry count): at least doubling, so a growing shard reallocates
     /// only a logarithmic number of times. The counts carry over: a key's block is chosen by the
     /// top bits of its hash, so in a table twice as large it lies in one of the two halves of its
-    /// old block, and each new block starts as a copy of the old one; every estimate is what it
-    /// was (collisions of the old table included), and new counts collide less. Nothing when the
-    /// sketch is empty (a shard that never evicts) or already large enough.
+    /// old block, and each new block starts as a copy of the old one, so every estimate is what it
+    /// was (collisions of the old table included) and new counts collide less. Then every counter
+    /// is halved, as at the end of a sample: the larger table starts a new, longer sample period.
+    /// Nothing when the sketch is empty (a shard that never evicts) or already large enough.
     @inlinable
     mutating func ensureCapacity(_ keys: Int) {
         guard !words.isEmpty, keys > capacity, capacity < Self.maximumCapacity else { return }

@@ -51,7 +51,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         self.configuration = configuration
         let count = configuration.shardCount
         var random = SystemRandomNumberGenerator()
-        let climber = WindowClimber(countLimit: configuration.countLimit, shards: count)
+        let climber = WindowClimber(
+            countLimit: configuration.countLimit, costBounded: configuration.costLimit != nil, shards: count)
         shards = ShardArray(
             (0..<count).map { index in
                 MemoryShard(

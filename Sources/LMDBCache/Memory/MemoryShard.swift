@@ -122,9 +122,11 @@ struct MemoryShard<Key: Hashable, Value> {
         self.limits = limits
         isAdaptive = adaptive && (limits.count != nil || limits.cost != nil)
         sketch = isAdaptive ? FrequencySketch(capacity: Self.sketchCapacity(limits), seed: seed) : FrequencySketch()
-        self.climber = isAdaptive ? climber ?? WindowClimber(countLimit: limits.count, shards: 1) : nil
+        self.climber =
+            isAdaptive ? climber ?? WindowClimber(countLimit: limits.count, costBounded: limits.cost != nil, shards: 1) : nil
         random = seed | 1
-        budgets = SegmentBudgets(limits: limits, windowShare: appliedShare)
+        // Under `.lru` the one list has no budget of its own.
+        budgets = isAdaptive ? SegmentBudgets(limits: limits, windowShare: appliedShare) : SegmentBudgets()
     }
 
     // MARK: Operations

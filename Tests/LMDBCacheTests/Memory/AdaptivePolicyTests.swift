@@ -382,4 +382,33 @@ struct AdaptivePolicyTests {
         #expect(admitted > 5 && admitted < 100, "admitted \(admitted)")
         #expect(shard.count <= 10)
     }
+
+    @Test(
+        "a count limit the cost limit keeps the cache from reaching does not freeze the window",
+        arguments: [nil, 1_000_000, Int.max] as [Int?])
+    func unreachableCountLimitStillAdapts(countLimit: Int?) {
+        // The sliding working set of recencyGrowsTheWindow, held by a cost limit of 200 entries
+        // costing 1: the sample must follow the entries held, not a count limit never reached.
+        var configuration = MemoryCache<Int, Int>.Configuration(countLimit: countLimit, costLimit: 200)
+        configuration.shards = 1
+        configuration.automaticTrimming = false
+        let cache = MemoryCache<Int, Int>(configuration: configuration)
+        var random = PowerLossRandom(seed: 1)
+        for step in 0..<100_000 {
+            let key = step / 2 + Int(random.next() % 150)
+            if cache.value(forKey: key) == nil { cache.insert(key, forKey: key, cost: 1) }
+        }
+        #expect(cache.windowShares[0] > AdaptiveWindow.initialShare + 0.3, "window share \(cache.windowShares[0])")
+    }
+
+    @Test("an .lru shard's one list has no budget: its overwrites take the shortcut")
+    func lruHasNoBudgets() {
+        var shard = MemoryShard<Int, Int>(limits: .init(count: 100, cost: 1_000, age: nil), adaptive: false)
+        var removed = RemovedEntries<Int, Int>()
+        for key in 0..<10 {
+            shard.insert(key, forKey: key, tag: UInt32(key), cost: 1, expires: 0, now: 0, removed: &removed)
+        }
+        #expect(shard.budgets.windowCount == .max)
+        #expect(shard.segmentsWithinBudgets)
+    }
 }

@@ -85,7 +85,7 @@ struct ReferenceShard {
         self.adaptive = adaptive && (count != nil || cost != nil)
         // The sketch is sized for the count limit, or for 64 keys when only cost bounds the shard.
         sketch = self.adaptive ? FrequencySketch(capacity: count ?? 64, seed: seed) : FrequencySketch()
-        climber = ClimberModel(countLimit: count)
+        climber = ClimberModel(countLimit: count, costBounded: cost != nil)
         random = seed | 1
     }
 
@@ -521,25 +521,28 @@ struct ReferenceShard {
 }
 
 /// The window's hill climber for a one-shard cache, restated from AdaptiveWindow's documentation:
-/// samples of `samplesPerCapacity` times the capacity in lookups (the count limit, else the
-/// entries held, at least 32); the first sample sets a baseline; after each later one the share
+/// samples of `samplesPerCapacity` times the capacity in lookups (the count limit; with a cost
+/// limit, the entries held, at least 32, when fewer); the first sample sets a baseline; after each later one the share
 /// moves by the step (on while the hit ratio rose or held, back while it fell), clamped to
 /// 0 … `maximumShare`; the step decays by `decay`, or restarts at a full step in the direction
 /// taken when the hit ratio changed by `restartThreshold` or more.
 struct ClimberModel {
     let countLimit: Int?
+    let costBounded: Bool
     private(set) var share = AdaptiveWindow.initialShare
     private var step = AdaptiveWindow.fullStep
     private var hits = 0
     private var lookups = 0
     private var baseline: Double?
 
-    init(countLimit: Int?) {
+    init(countLimit: Int?, costBounded: Bool) {
         self.countLimit = countLimit
+        self.costBounded = costBounded
     }
 
     mutating func report(hits: Int, misses: Int, entries: Int) -> Double {
-        let capacity = countLimit ?? max(entries, 32)
+        var capacity = countLimit ?? .max
+        if costBounded { capacity = min(capacity, max(entries, 32)) }
         self.hits += hits
         lookups += hits + misses
         guard lookups >= max(capacity, 1) * WindowClimber.samplesPerCapacity else { return share }
