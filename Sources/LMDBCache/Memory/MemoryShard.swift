@@ -123,7 +123,8 @@ struct MemoryShard<Key: Hashable, Value> {
         isAdaptive = adaptive && (limits.count != nil || limits.cost != nil)
         sketch = isAdaptive ? FrequencySketch(capacity: Self.sketchCapacity(limits), seed: seed) : FrequencySketch()
         self.climber =
-            isAdaptive ? climber ?? WindowClimber(countLimit: limits.count, costBounded: limits.cost != nil, shards: 1) : nil
+            isAdaptive
+            ? climber ?? WindowClimber(countLimit: limits.count, costBounded: limits.cost != nil, shards: 1) : nil
         random = seed | 1
         // Under `.lru` the one list has no budget of its own.
         budgets = isAdaptive ? SegmentBudgets(limits: limits, windowShare: appliedShare) : SegmentBudgets()
