@@ -123,8 +123,8 @@ struct HitRateSuite: Suite {
                         return (replay.hits, replay.nanoseconds)
                     }
                 ),
-                ("LRU", nil, { replayExactLRU(trace, capacity: capacity) }),
-                ("ARC", nil, { replayExactARC(trace, capacity: capacity) }),
+                ("LRU", nil, { replayReference(ExactLRU.self, trace, capacity: capacity) }),
+                ("ARC", nil, { replayReference(ExactARC.self, trace, capacity: capacity) }),
             ]
             // The disk tier, count-bounded traces only (its cost is bytes on disk, not the trace's
             // sizes); with --quick at the smallest capacity only.
@@ -404,23 +404,23 @@ private final class ReplayClock: Sendable {
     var now: Date { Date(timeIntervalSince1970: (Double(milliseconds.load(ordering: .relaxed)) + 0.5) / 1_000) }
 }
 
-/// Replays `trace` through ``ExactLRU``.
-func replayExactLRU(_ trace: Trace, capacity: Int) -> (hits: Int, nanoseconds: UInt64) {
-    var lru = ExactLRU(capacity: capacity)
-    var hits = 0
-    let start = nanosecondsNow()
-    for index in trace.ids.indices where lru.access(trace.ids[index], cost: Int(trace.sizes[index])) {
-        hits += 1
-    }
-    return (hits, nanosecondsNow() - start)
+/// A reference policy the suite replays: a lookup that inserts on a miss, true on a hit.
+protocol ReferencePolicy {
+    init(capacity: Int)
+    mutating func access(_ key: UInt64, cost: Int) -> Bool
 }
 
-/// Replays `trace` through ``ExactARC``.
-func replayExactARC(_ trace: Trace, capacity: Int) -> (hits: Int, nanoseconds: UInt64) {
-    var arc = ExactARC(capacity: capacity)
+extension ExactLRU: ReferencePolicy {}
+extension ExactARC: ReferencePolicy {}
+
+/// Replays `trace` through a fresh `Policy` of `capacity`.
+func replayReference<Policy: ReferencePolicy>(
+    _: Policy.Type, _ trace: Trace, capacity: Int
+) -> (hits: Int, nanoseconds: UInt64) {
+    var policy = Policy(capacity: capacity)
     var hits = 0
     let start = nanosecondsNow()
-    for index in trace.ids.indices where arc.access(trace.ids[index], cost: Int(trace.sizes[index])) {
+    for index in trace.ids.indices where policy.access(trace.ids[index], cost: Int(trace.sizes[index])) {
         hits += 1
     }
     return (hits, nanosecondsNow() - start)
