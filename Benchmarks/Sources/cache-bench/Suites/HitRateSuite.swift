@@ -234,7 +234,8 @@ struct HitRateSuite: Suite {
                 + "moves a little between runs.",
             "LMDBCache (shards 1): the same with Configuration.shards = 1, one policy over the whole capacity.",
             "Window share: where the adaptive window ended, as a share of the capacity (one climber per cache, "
-                + "starting at 1 %; a range where shards had not all applied its last move): " + perTrace(\.windowShares, separator: "; ") + ".",
+                + "starting at 1 %; a range where shards had not all applied its last move): "
+                + perTrace(\.windowShares, separator: "; ") + ".",
             "LMDBCache (lru): the default shards with policy .lru: each shard evicts its own least recently used "
                 + "entry, so its LRU is approximate across shards. Not quite exact LRU either: a hit on an entry "
                 + "among the most recently moved eighth of its shard is not moved again (MemoryShard.markUsed), "
