@@ -51,10 +51,14 @@ extension UInt64 {
     }
 
     /// The time an entry last used before is idle for `age` or longer, `self` being now: the one
-    /// age cut-off of both tiers' trims (0 when it would lie before 1970).
+    /// age cut-off of both tiers' trims, the same rule as the memory tier's age limit on lookups
+    /// (idle means last used at least `age` ago and before now; a clock that went back is no
+    /// idling). 0, removing nothing, when `age` reaches back before 1970.
     @inlinable
     func cutoff(forAge age: Duration) -> UInt64 {
-        subtractingSaturating(age.milliseconds)
+        let age = age.milliseconds
+        guard age > 0 else { return self }
+        return age > self ? 0 : self - age + 1
     }
 
     /// `self - other`, or 0 when `other` is larger: a cut-off that would lie before 1970.

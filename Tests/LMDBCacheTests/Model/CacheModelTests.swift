@@ -106,13 +106,11 @@ struct CacheModelTests {
                     cache.trim(toAge: ModelStep.ages[t])
                     model.removeExpired(now: now)
                     // Each tier keeps its own last use (a memory hit does not touch the disk's), so
-                    // an entry used before the cut-off is gone from both, and any other may be gone
-                    // from the tier that held it.
+                    // an entry idle that long in the model is gone from both, and any other may be
+                    // gone from the tier that held it.
                     let age = ReferenceModel.milliseconds(ModelStep.ages[t])
-                    if now > age {
-                        model.removeUsed(before: now - age)
-                        model.loseCertainty()
-                    }
+                    model.removeIdle(age: age, now: now)
+                    if now > age { model.loseCertainty() }
                     countsKnown = true
                 case .removeExpired, .trimPass:
                     cache.removeExpired()

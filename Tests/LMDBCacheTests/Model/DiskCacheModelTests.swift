@@ -105,7 +105,7 @@ struct DiskCacheModelTests {
                     try disk.trim(toAge: ModelStep.ages[t])
                     model.removeExpired(now: now)
                     let age = ReferenceModel.milliseconds(ModelStep.ages[t])
-                    model.removeUsed(before: now > age ? now - age : 0)
+                    model.removeIdle(age: age, now: now)
                     countsKnown = true
                 case .removeExpired:
                     try disk.removeExpired()
@@ -114,7 +114,7 @@ struct DiskCacheModelTests {
                 case .trimPass:
                     disk.trimPass()
                     model.removeExpired(now: now)
-                    if let age { model.removeUsed(before: now > age ? now - age : 0) }
+                    if let age { model.removeIdle(age: age, now: now) }
                     if lossy { model.loseCertainty() }
                     countsKnown = true
                 case .flush:

@@ -88,17 +88,14 @@ struct MemoryCacheModelTests {
             case .trimToAge(let t):
                 cache.trim(toAge: ModelStep.ages[t])
                 model.removeExpired(now: now)
-                let cutoff =
-                    now > ReferenceModel.milliseconds(ModelStep.ages[t])
-                    ? now - ReferenceModel.milliseconds(ModelStep.ages[t]) : 0
-                model.removeUsed(before: cutoff)
+                model.removeIdle(age: ReferenceModel.milliseconds(ModelStep.ages[t]), now: now)
             case .removeExpired:
                 cache.removeExpired()
                 model.removeExpired(now: now)
             case .trimPass:
                 cache.trimPass()
                 model.removeExpired(now: now)
-                if let age { model.removeUsed(before: now > age ? now - age : 0) }
+                if let age { model.removeIdle(age: age, now: now) }
             case .flush, .reopen:
                 break
             case .advance(let t):

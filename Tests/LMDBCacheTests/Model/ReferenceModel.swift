@@ -110,9 +110,9 @@ struct ReferenceModel {
         entries = entries.filter { !Self.isExpired($0.value, at: now) }
     }
 
-    /// Entries last used before `cutoff` go (a trim to an age).
-    mutating func removeUsed(before cutoff: UInt64) {
-        entries = entries.filter { $0.value.accessed >= cutoff }
+    /// Entries idle for `age` or longer go (a trim to an age: the same rule as the age limit).
+    mutating func removeIdle(age: UInt64, now: UInt64) {
+        entries = entries.filter { !Self.isIdle($0.value, age: age, at: now) }
     }
 
     /// A limit may have evicted any entry.
