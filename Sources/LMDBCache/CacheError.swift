@@ -33,6 +33,11 @@ public enum CacheError: Error, Sendable, Equatable {
     /// it escaped and cut to 64 characters, so logging the error is safe whatever the key holds.
     /// Logging `key` itself is not.
     case notFound(key: String)
+    /// A get-or-load waited its ``Freshness/hardTimeout`` for the loader and had no stale value
+    /// to serve. The load goes on in the background, and its result is stored.
+    ///
+    /// `key` is the key's description as given, as in ``notFound(key:)``.
+    case loadTimedOut(key: String, after: Duration)
     /// Any other failure reported by LMDB or the operating system, with LMDB's code and message.
     case lmdb(code: Int32, operation: String, message: String)
 }
@@ -76,6 +81,10 @@ extension CacheError: CustomStringConvertible {
             return "could not \(text(operation)) a value: \(text(reason))"
         case .notFound(let key):
             return "no cached value for key \(LoggedText.render(key, limit: LoggedText.keyLimit))"
+        case .loadTimedOut(let key, let after):
+            return
+                "loading key \(LoggedText.render(key, limit: LoggedText.keyLimit)) took longer than \(after); "
+                + "the load goes on in the background"
         case .lmdb(let code, let operation, let message):
             return "\(text(operation)) failed: \(text(message)) (LMDB code \(code))"
         }

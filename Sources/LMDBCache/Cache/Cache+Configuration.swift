@@ -16,6 +16,11 @@ extension Cache {
         /// The value of the `cache` dimension on the cache's metrics; default: the directory's
         /// last path component, or `memory` for a memory-only cache.
         public var name: String?
+        /// The freshness options of every get-or-load that passes none. Default: all off.
+        public var freshness = Freshness()
+        /// The clock ``Freshness/timeout`` and ``Freshness/hardTimeout`` are measured on. Default:
+        /// `ContinuousClock`; tests inject one they advance.
+        public var timeoutClock: any Clock<Duration> = ContinuousClock()
 
         /// A configuration with the given tiers and codec.
         public init(

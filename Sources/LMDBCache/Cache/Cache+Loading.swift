@@ -1,5 +1,5 @@
-/// Where ``Cache/value(forKey:policy:cost:expiresAfter:load:)`` looks for a value, as
-/// NSURLCache's request cache policies do.
+/// Where ``Cache/value(forKey:policy:cost:expiresAfter:freshness:load:)-(_,_,_,_,_,()->Value)``
+/// looks for a value, as NSURLCache's request cache policies do.
 public enum LoadPolicy: Sendable, Hashable {
     /// A cached value if there is one, else the loader's (stored in the cache). The default.
     case useCacheElseLoad
@@ -16,7 +16,7 @@ extension Cache {
     /// Concurrent misses for one key run `load` once; every caller waiting gets its value, or
     /// its error. Errors are not cached: the next call runs `load` again. `load` runs in a task of
     /// its own, so cancelling one caller ends that caller's wait with `CancellationError` and
-    /// fails no one else.
+    /// fails no one else, and a load a caller stopped waiting for still stores its result.
     ///
     /// ```swift
     /// let fresh = try await cache.value(forKey: "a3") { try await api.article(id: "a3") }
@@ -27,30 +27,174 @@ extension Cache {
     ///   - policy: whether to use the cache, the loader, or both. Default ``LoadPolicy/useCacheElseLoad``.
     ///   - cost: the memory tier's cost of a loaded value, as in ``insert(_:forKey:cost:expiresAfter:)``.
     ///   - expiresAfter: the loaded value's time to live.
+    ///   - freshness: refresh ahead, stale on failure, timeouts (``Freshness``); nil: the
+    ///     configuration's ``Configuration/freshness``.
     ///   - load: produces the value on a miss; runs once for all concurrent callers of the key.
-    /// - Throws: `load`'s error, `CancellationError` when the caller is cancelled while waiting,
-    ///   ``CacheError/notFound(key:)`` for a ``LoadPolicy/cacheOnly`` miss, ``CacheError/closed``.
+    /// - Throws: `load`'s error (unless a stale value is served instead), `CancellationError` when
+    ///   the caller is cancelled while waiting, ``CacheError/loadTimedOut(key:after:)`` past the
+    ///   hard timeout, ``CacheError/notFound(key:)`` for a ``LoadPolicy/cacheOnly`` miss,
+    ///   ``CacheError/closed``.
     public func value(
         forKey key: Key, policy: LoadPolicy = .useCacheElseLoad, cost: Int? = nil, expiresAfter: Duration? = nil,
-        load: @escaping @Sendable () async throws -> Value
+        freshness: Freshness? = nil, load: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        try await value(forKey: key, policy: policy, cost: cost, expiresAfter: expiresAfter, freshness: freshness) {
+            (_: LoadContext) in try await load()
+        }
+    }
+
+    /// ``value(forKey:policy:cost:expiresAfter:freshness:load:)-(_,_,_,_,_,()->Value)`` with a
+    /// loader that may set its value's lifetime and cost, or keep it out of the cache, through a
+    /// ``LoadContext``.
+    ///
+    /// ```swift
+    /// let token = try await cache.value(forKey: "token") { context in
+    ///     let t = try await auth.token()
+    ///     context.expiresAfter = t.lifetime
+    ///     context.isCacheable = t.isValid
+    ///     return t
+    /// }
+    /// ```
+    public func value(
+        forKey key: Key, policy: LoadPolicy = .useCacheElseLoad, cost: Int? = nil, expiresAfter: Duration? = nil,
+        freshness: Freshness? = nil, load: @escaping @Sendable (LoadContext) async throws -> Value
     ) async throws -> Value {
         if isClosedForLoading { throw CacheError.closed }
-        if policy != .reloadIgnoringCache, let value = value(forKey: key) { return value }
+        let freshness = freshness ?? configuration.freshness
+        let request = LoadRequest(cost: cost, expiresAfter: expiresAfter, staleFor: freshness.staleIfError, load: load)
+        var stale: Value?
+        if policy != .reloadIgnoringCache, let found = entryForLoad(forKey: key) {
+            if !found.isStale {
+                if policy == .useCacheElseLoad, let refreshAfter = freshness.refreshAfter,
+                    isDue(stored: found.stored, after: refreshAfter)
+                {
+                    refresh(key, request)
+                }
+                return found.value
+            }
+            if freshness.staleIfError != nil { stale = found.value }
+        }
         if policy == .cacheOnly { throw CacheError.notFound(key: "\(key)") }
-        return try await loads.value(forKey: key) { [self] in
+        return try await wait(forKey: key, stale: stale, freshness: freshness) { [self] in
             // A load that finished between this caller's miss and its joining leaves its value
             // in the cache: look once more rather than load twice. The caller's miss is counted
             // already, so this look is not.
             if policy == .useCacheElseLoad, let value = uncountedValue(forKey: key) { return .success(value) }
-            countLoad()
-            do {
-                let value = try await load()
-                insert(value, forKey: key, cost: cost, expiresAfter: expiresAfter)
-                return .success(value)
-            } catch {
-                countLoadFailure(error)
-                return .failure(error)
-            }
+            return await run(request, forKey: key)
         }
+    }
+
+    /// What one load stores, and how.
+    struct LoadRequest: Sendable {
+        var cost: Int?
+        var expiresAfter: Duration?
+        /// ``Freshness/staleIfError`` of the call that started the load.
+        var staleFor: Duration?
+        var load: @Sendable (LoadContext) async throws -> Value
+    }
+
+    /// The entry a get-or-load finds: live from memory, else from disk; else a stale one (past
+    /// its expiry, kept for ``Freshness/staleIfError``), from memory before disk. Counted as a
+    /// lookup (a stale entry is a miss).
+    func entryForLoad(forKey key: Key) -> (value: Value, stored: UInt64, isStale: Bool)? {
+        let (entry, generation) = memory.lookUpEntry(key)
+        if let entry, !entry.isStale { return entry }
+        // Memory missed, or holds only a stale copy: the disk may hold a live value (written by
+        // another process, or evicted from memory).
+        let found = diskEntry(forKey: key, generation: generation, counting: true, includingStale: entry == nil)
+        return found ?? entry
+    }
+
+    /// True when a value stored at `stored` is at least `after` old (a clock that went back is
+    /// no time passing).
+    func isDue(stored: UInt64, after: Duration) -> Bool {
+        let now = memory.now
+        return now > stored && now - stored >= after.milliseconds
+    }
+
+    /// Starts a background reload of `key` unless a load for it is under way.
+    func refresh(_ key: Key, _ request: LoadRequest) {
+        loads.start(forKey: key) { [self] in
+            let result = await run(request, forKey: key)
+            if case .success = result { countRefresh(succeeded: true) } else { countRefresh(succeeded: false) }
+            return result
+        }
+    }
+
+    /// Runs the loader once, storing its value as its context says.
+    func run(_ request: LoadRequest, forKey key: Key) async -> Result<Value, any Error> {
+        countLoad()
+        let context = LoadContext(expiresAfter: request.expiresAfter, cost: request.cost)
+        do {
+            let value = try await request.load(context)
+            if context.isCacheable {
+                store(
+                    value, forKey: key, cost: context.cost, expiresAfter: context.expiresAfter,
+                    staleFor: request.staleFor)
+            }
+            return .success(value)
+        } catch {
+            countLoadFailure(error)
+            return .failure(error)
+        }
+    }
+
+    /// The result of `key`'s load (joining one under way), with `stale` served when the loader
+    /// throws or is slower than the timeouts allow.
+    func wait(
+        forKey key: Key, stale: Value?, freshness: Freshness,
+        run: @escaping @Sendable () async -> Result<Value, any Error>
+    ) async throws -> Value {
+        let soft = stale == nil ? nil : freshness.timeout
+        let hard = freshness.hardTimeout
+        let outcome: LoadOutcome
+        do {
+            if soft == nil && hard == nil {
+                outcome = .loaded(try await loads.value(forKey: key, run: run))
+            } else {
+                let clock = configuration.timeoutClock
+                outcome = try await withThrowingTaskGroup(of: LoadOutcome.self) { group in
+                    group.addTask { .loaded(try await self.loads.value(forKey: key, run: run)) }
+                    if let soft {
+                        group.addTask {
+                            try await clock.sleep(for: soft)
+                            return .timedOut(soft)
+                        }
+                    }
+                    if let hard {
+                        group.addTask {
+                            try await clock.sleep(for: hard)
+                            return .timedOut(hard)
+                        }
+                    }
+                    defer { group.cancelAll() }
+                    guard let first = try await group.next() else { throw CancellationError() }
+                    return first
+                }
+            }
+        } catch {
+            // The loader failed; a caller that was cancelled gets its cancellation, not a value.
+            guard let stale, !Task.isCancelled else { throw error }
+            countStaleServed(.error)
+            return stale
+        }
+        switch outcome {
+        case .loaded(let value):
+            return value
+        case .timedOut(let after):
+            if let stale {
+                countStaleServed(.timeout)
+                return stale
+            }
+            countLoadTimeout()
+            throw CacheError.loadTimedOut(key: "\(key)", after: after)
+        }
+    }
+
+    /// How a wait for a load ended.
+    enum LoadOutcome: Sendable {
+        case loaded(Value)
+        /// A timeout of this length passed first.
+        case timedOut(Duration)
     }
 }

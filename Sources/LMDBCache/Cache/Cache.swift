@@ -134,11 +134,20 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// moved past `generation`.
     @usableFromInline
     func diskValue(forKey key: Key, generation: UInt64, counting: Bool = true) -> Value? {
+        diskEntry(forKey: key, generation: generation, counting: counting, includingStale: false)?.value
+    }
+
+    /// ``diskValue(forKey:generation:counting:)`` that also returns when the value was stored
+    /// and, with `includingStale`, a value past its expiry kept for ``Freshness/staleIfError``
+    /// (`isStale`; a miss, not promoted).
+    func diskEntry(
+        forKey key: Key, generation: UInt64, counting: Bool, includingStale: Bool
+    ) -> (value: Value, stored: UInt64, isStale: Bool)? {
         guard let disk, !isClosed.value else { return nil }
         let bytes = key.cacheKeyBytes
-        let entry: (value: [UInt8], expires: UInt64, record: RecordIdentity?)?
+        let entry: DiskCache.DiskEntry?
         do {
-            entry = try disk.entry(forKey: bytes)
+            entry = try disk.entry(forKey: bytes, includingStale: includingStale)
         } catch {
             logger.debug("LMDBCache disk lookup failed", metadata: ["error": .escaped(error)])
             if counting { counters.diskMiss() }
@@ -164,13 +173,20 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             if let record = entry.record { try? disk.removeData(forKey: bytes, ifUnchanged: record) }
             return nil
         }
+        if entry.isStale {
+            if counting { counters.diskMiss() }
+            return (decoded, entry.created, true)
+        }
         if counting { counters.diskHit() }
         // Promoted only if no write to the key's shard came since the miss, so a value read from
-        // disk never overwrites a newer insert or brings back a removed entry.
+        // disk never overwrites a newer insert or brings back a removed entry. With a stale window
+        // the memory tier keeps it as long as the disk does, serving it until its expiry.
+        let lifetime = Lifetime(expires: entry.expires, staleUntil: entry.staleUntil)
         memory.insert(
             decoded, forKey: key, cost: configuration.memory.weigher?(decoded) ?? entry.value.count,
-            expires: entry.expires, now: memory.now, ifGeneration: generation)
-        return decoded
+            expires: lifetime.memoryExpires, servedUntil: lifetime.memoryServedUntil, stored: entry.created,
+            now: memory.now, ifGeneration: generation)
+        return (decoded, entry.created, false)
     }
 
     /// Stores `value` under `key` in both tiers, replacing any value there.
@@ -184,13 +200,22 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     ///   - cost: the memory tier's cost; nil uses the weigher, else the encoded value's size.
     ///   - expiresAfter: the entry is never returned after this long, read or not, from either tier.
     public func insert(_ value: Value, forKey key: Key, cost: Int? = nil, expiresAfter: Duration? = nil) {
+        store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, staleFor: nil)
+    }
+
+    /// ``insert(_:forKey:cost:expiresAfter:)``, keeping the value `staleFor` past its expiry in
+    /// both tiers, to be served stale (``Freshness/staleIfError``).
+    func store(_ value: Value, forKey key: Key, cost: Int?, expiresAfter: Duration?, staleFor: Duration?) {
         guard !isClosed.value else {
             record(CacheError.closed, "insert")
             return
         }
         guard let disk else {
+            let now = memory.now
+            let lifetime = Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
             memory.insert(
-                value, forKey: key, cost: cost ?? configuration.memory.weigher?(value) ?? 0, expiresAfter: expiresAfter)
+                value, forKey: key, cost: cost ?? configuration.memory.weigher?(value) ?? 0,
+                expires: lifetime.memoryExpires, servedUntil: lifetime.memoryServedUntil, now: now)
             return
         }
         let bytes = key.cacheKeyBytes
@@ -212,9 +237,9 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             }
             encodedCount = encoded.count
             let now = disk.configuration.clock.milliseconds
+            let lifetime = Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
             prepared = try disk.prepareWrite(
-                encoded, forKey: bytes, now: now,
-                expires: expiresAfter.map { now.addingSaturating($0.milliseconds) } ?? 0)
+                encoded, forKey: bytes, now: now, expires: lifetime.expires, staleUntil: lifetime.staleUntil)
         } catch {
             diskFailure = error
         }
@@ -232,9 +257,10 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                 if (try? disk.removeData(forKey: bytes)) != nil { diskReplaced = replacesDiskOnly }
             }
             let now = memory.now
+            let lifetime = Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
             return memory.insertDeferringRemovals(
-                value, forKey: key, cost: memoryCost,
-                expires: expiresAfter.map { MemoryCache<Key, Value>.deadline(now, $0) } ?? 0, now: now)
+                value, forKey: key, cost: memoryCost, expires: lifetime.memoryExpires,
+                servedUntil: lifetime.memoryServedUntil, now: now)
         }
         if let diskFailure { record(diskFailure, "insert") }
         if diskReplaced { listener?(CacheRemoval(key: key, value: nil, reason: .replaced, tier: .disk)) }
@@ -365,6 +391,22 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     func countLoadFailure(_ error: any Error) {
         counters.loadFailure()
         logger.debug("LMDBCache loader failed", metadata: ["error": .escaped(error)])
+    }
+
+    func countRefresh(succeeded: Bool) {
+        counters.refresh(succeeded: succeeded)
+    }
+
+    func countStaleServed(_ reason: StaleReason) {
+        counters.staleServed(reason)
+    }
+
+    func countLoadTimeout() {
+        counters.loadTimeout()
+    }
+
+    func countBulkLoad(keys: Int) {
+        counters.bulkLoad(keys: keys)
     }
 
     /// Waits until the listener has heard of every disk eviction so far (for tests).

@@ -16,6 +16,27 @@ public struct CacheStatistics: Sendable, Equatable {
     /// writes it dropped because they could not be committed (a full disk; ``Cache/flush()``
     /// throws the error).
     public var failedWrites: Int
+    /// Background reloads (``Freshness/refreshAfter``) that stored a new value.
+    public var refreshes = 0
+    /// Background reloads whose loader threw: the old value was kept.
+    public var refreshFailures = 0
+    /// Stale values served because the loader threw (``Freshness/staleIfError``).
+    public var staleServedOnError = 0
+    /// Stale values served because the loader was slower than ``Freshness/timeout`` or
+    /// ``Freshness/hardTimeout``.
+    public var staleServedOnTimeout = 0
+    /// Waits that ended with ``CacheError/loadTimedOut(key:after:)``.
+    public var loadTimeouts = 0
+    /// Calls of a bulk loader (``Cache/values(forKeys:expiresAfter:freshness:load:)``).
+    public var bulkLoads = 0
+    /// Keys asked of bulk loaders, over all their calls.
+    public var bulkLoadKeys = 0
+}
+
+/// Why a get-or-load served a stale value: the `reason` dimension of
+/// `lmdbcache_stale_served_total`.
+enum StaleReason: String {
+    case error, timeout
 }
 
 /// The two-tier cache's own counts and metrics (the memory tier keeps its own in its shards).
@@ -25,6 +46,13 @@ final class CacheCounters: Sendable {
     private let loads = Atomic<Int>(0)
     private let loadFailures = Atomic<Int>(0)
     private let failedWrites = Atomic<Int>(0)
+    private let refreshes = Atomic<Int>(0)
+    private let refreshFailures = Atomic<Int>(0)
+    private let staleOnError = Atomic<Int>(0)
+    private let staleOnTimeout = Atomic<Int>(0)
+    private let loadTimeouts = Atomic<Int>(0)
+    private let bulkLoads = Atomic<Int>(0)
+    private let bulkLoadKeys = Atomic<Int>(0)
     /// Indexed by ``RemovalReason/index``; evictions are rare enough for a lock.
     private let diskRemovals = Locked([Int](repeating: 0, count: RemovalReason.allCases.count))
 
@@ -33,6 +61,13 @@ final class CacheCounters: Sendable {
     private let loadsCounter: Counter
     private let loadFailuresCounter: Counter
     private let failedWritesCounter: Counter
+    private let refreshesCounter: Counter
+    private let refreshFailuresCounter: Counter
+    private let staleOnErrorCounter: Counter
+    private let staleOnTimeoutCounter: Counter
+    private let loadTimeoutsCounter: Counter
+    private let bulkLoadsCounter: Counter
+    private let bulkLoadKeysCounter: Counter
 
     init(name: String) {
         memoryMetrics = TierMetrics(cache: name, tier: .memory)
@@ -40,6 +75,52 @@ final class CacheCounters: Sendable {
         loadsCounter = Counter(label: "lmdbcache_loads_total", dimensions: [("cache", name)])
         loadFailuresCounter = Counter(label: "lmdbcache_load_failures_total", dimensions: [("cache", name)])
         failedWritesCounter = Counter(label: "lmdbcache_failed_writes_total", dimensions: [("cache", name)])
+        refreshesCounter = Counter(
+            label: "lmdbcache_refreshes_total", dimensions: [("cache", name), ("result", "succeeded")])
+        refreshFailuresCounter = Counter(
+            label: "lmdbcache_refreshes_total", dimensions: [("cache", name), ("result", "failed")])
+        staleOnErrorCounter = Counter(
+            label: "lmdbcache_stale_served_total",
+            dimensions: [("cache", name), ("reason", StaleReason.error.rawValue)])
+        staleOnTimeoutCounter = Counter(
+            label: "lmdbcache_stale_served_total",
+            dimensions: [("cache", name), ("reason", StaleReason.timeout.rawValue)])
+        loadTimeoutsCounter = Counter(label: "lmdbcache_load_timeouts_total", dimensions: [("cache", name)])
+        bulkLoadsCounter = Counter(label: "lmdbcache_bulk_loads_total", dimensions: [("cache", name)])
+        bulkLoadKeysCounter = Counter(label: "lmdbcache_bulk_load_keys_total", dimensions: [("cache", name)])
+    }
+
+    func refresh(succeeded: Bool) {
+        if succeeded {
+            refreshes.add(1, ordering: .relaxed)
+            refreshesCounter.increment()
+        } else {
+            refreshFailures.add(1, ordering: .relaxed)
+            refreshFailuresCounter.increment()
+        }
+    }
+
+    func staleServed(_ reason: StaleReason) {
+        switch reason {
+        case .error:
+            staleOnError.add(1, ordering: .relaxed)
+            staleOnErrorCounter.increment()
+        case .timeout:
+            staleOnTimeout.add(1, ordering: .relaxed)
+            staleOnTimeoutCounter.increment()
+        }
+    }
+
+    func loadTimeout() {
+        loadTimeouts.add(1, ordering: .relaxed)
+        loadTimeoutsCounter.increment()
+    }
+
+    func bulkLoad(keys: Int) {
+        bulkLoads.add(1, ordering: .relaxed)
+        bulkLoadKeys.add(keys, ordering: .relaxed)
+        bulkLoadsCounter.increment()
+        bulkLoadKeysCounter.increment(by: Int64(keys))
     }
 
     func diskHit() {
@@ -80,8 +161,16 @@ final class CacheCounters: Sendable {
         for reason in RemovalReason.allCases where removals[reason.index] > 0 {
             disk.removals[reason] = removals[reason.index]
         }
-        return CacheStatistics(
+        var statistics = CacheStatistics(
             memory: memory, disk: disk, loads: loads.load(ordering: .relaxed),
             loadFailures: loadFailures.load(ordering: .relaxed), failedWrites: failedWrites.load(ordering: .relaxed))
+        statistics.refreshes = refreshes.load(ordering: .relaxed)
+        statistics.refreshFailures = refreshFailures.load(ordering: .relaxed)
+        statistics.staleServedOnError = staleOnError.load(ordering: .relaxed)
+        statistics.staleServedOnTimeout = staleOnTimeout.load(ordering: .relaxed)
+        statistics.loadTimeouts = loadTimeouts.load(ordering: .relaxed)
+        statistics.bulkLoads = bulkLoads.load(ordering: .relaxed)
+        statistics.bulkLoadKeys = bulkLoadKeys.load(ordering: .relaxed)
+        return statistics
     }
 }

@@ -44,6 +44,49 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
+    /// Starts `run` for `key` with no one waiting (a background refresh), unless a run for `key`
+    /// is already under way; callers that come for `key` meanwhile join it. True when it started.
+    @discardableResult
+    func start(forKey key: Key, run: @escaping @Sendable () async -> Result<Value, any Error>) -> Bool {
+        let start = state.withLock { state in
+            guard state.flights[key] == nil else { return false }
+            state.flights[key] = [:]
+            return true
+        }
+        if start { Task { self.finish(key, with: await run()) } }
+        return start
+    }
+
+    /// Starts one run of `run` for those of `keys` no run is under way for (the keys it claims),
+    /// in a task of its own: callers that come for a claimed key meanwhile join it, and each
+    /// claimed key's waiters get that key's result (a key `run` leaves out: the failure given).
+    /// Returns the claimed keys and the promise of the run's results; nil when it claims none.
+    func startBulk(
+        forKeys keys: [Key], missing: @escaping @Sendable (Key) -> any Error,
+        run: @escaping @Sendable ([Key]) async -> [Key: Result<Value, any Error>]
+    ) -> (claimed: [Key], results: LoadPromise<[Key: Result<Value, any Error>]>)? {
+        let claimed = state.withLock { state in
+            keys.filter { key in
+                guard state.flights[key] == nil else { return false }
+                state.flights[key] = [:]
+                return true
+            }
+        }
+        guard !claimed.isEmpty else { return nil }
+        let promise = LoadPromise<[Key: Result<Value, any Error>]>()
+        Task {
+            let results = await run(claimed)
+            for key in claimed { finish(key, with: results[key] ?? .failure(missing(key))) }
+            promise.fulfill(results)
+        }
+        return (claimed, promise)
+    }
+
+    /// True while a run for `key` is under way.
+    func isLoading(_ key: Key) -> Bool {
+        state.withLock { $0.flights[key] != nil }
+    }
+
     /// Callers waiting for `key`'s load (tests wait for them to gather).
     func waiterCount(forKey key: Key) -> Int {
         state.withLock { $0.flights[key]?.count ?? 0 }

@@ -121,29 +121,48 @@ public final class DiskCache: Sendable {
     /// synchronous mode, it is deflated here. Deflating 4 KB of JSON takes tens of microseconds;
     /// queued as it is, the caller returns in a few.
     ///
-    /// - Throws: ``CacheError/invalidKey(reason:)``, ``CacheError/valueTooLarge(size:limit:)``.
-    func prepareWrite(_ value: [UInt8], forKey key: [UInt8], now: UInt64, expires: UInt64) throws -> PreparedWrite {
+    /// With a nonzero `staleUntil` the entry has a stale window: past `expires` no plain read
+    /// returns it, but it is kept until `staleUntil` for ``entry(forKey:includingStale:)``, and
+    /// trimming removes it only then. Its record is format 3 (``Record``), 8 bytes longer.
+    ///
+    /// - Parameters:
+    ///   - now: the write time, milliseconds since 1970.
+    ///   - expires: when it stops being served, milliseconds since 1970; 0 for never.
+    ///   - staleUntil: when its stale window ends, milliseconds since 1970; 0 for no window. When
+    ///     nonzero, `expires` must be nonzero and before it.
+    /// - Throws: ``CacheError/invalidKey(reason:)``, ``CacheError/valueTooLarge(size:limit:)``;
+    ///   ``CacheError/lmdb(code:operation:message:)`` with `EINVAL` for a stale window that does
+    ///   not end after a nonzero `expires`.
+    func prepareWrite(
+        _ value: [UInt8], forKey key: [UInt8], now: UInt64, expires: UInt64, staleUntil: UInt64 = 0
+    ) throws -> PreparedWrite {
         let storageKey = try StorageKey(key)
+        guard Record.isValidStaleWindow(expires: expires, staleUntil: staleUntil) else {
+            throw CacheError.lmdb(
+                code: EINVAL, operation: "prepareWrite",
+                message: "a stale window (until \(staleUntil)) must end after a nonzero expiry (\(expires))")
+        }
         guard value.count <= Record.maxValueSize else {
             throw CacheError.valueTooLarge(size: value.count, limit: Record.maxValueSize)
         }
+        let headerSize = Record.headerSize(version: Record.version(staleUntil: staleUntil))
         if configuration.durability != .synchronous, value.count <= Self.maxDeferredDeflate,
             value.withUnsafeBytes({ Record.mayDeflate($0, threshold: configuration.compressionThreshold) }),
             configuration.costLimit.map({
                 Totals.cost(
                     keyLength: storageKey.bytes.count,
-                    recordLength: Record.headerSize + (storageKey.fullKey?.count ?? 0) + value.count) <= $0
+                    recordLength: headerSize + (storageKey.fullKey?.count ?? 0) + value.count) <= $0
             }) ?? true,
             (try? withStore({ $0.queuedBytes < configuration.maxPendingBytes / 2 })) == true
         {
             let deferred = DeferredRecord(
-                value: value, created: now, expires: expires, threshold: configuration.compressionThreshold,
-                level: configuration.compressionLevel)
+                value: value, created: now, expires: expires, staleUntil: staleUntil,
+                threshold: configuration.compressionThreshold, level: configuration.compressionLevel)
             return PreparedWrite(key: storageKey, operation: .setDeflatingLater(deferred))
         }
         let record = value.withUnsafeBytes { bytes in
             Record.encode(
-                value: bytes, key: storageKey, now: now, expires: expires,
+                value: bytes, key: storageKey, now: now, expires: expires, staleUntil: staleUntil,
                 threshold: configuration.compressionThreshold,
                 level: configuration.compressionLevel)
         }
@@ -174,22 +193,64 @@ public final class DiskCache: Sendable {
     /// the identity of its record, as ``data(forKey:)`` finds it; the two-tier cache promotes
     /// entries with their expiry, and removes one it cannot decode by its identity.
     func entry(forKey key: [UInt8]) throws -> (value: [UInt8], expires: UInt64, record: RecordIdentity?)? {
-        try withStore { store -> (value: [UInt8], expires: UInt64, record: RecordIdentity?)? in
+        try entry(forKey: key, includingStale: false).map { ($0.value, $0.expires, $0.record) }
+    }
+
+    /// What ``DiskCache/entry(forKey:includingStale:)`` finds.
+    struct DiskEntry: Sendable {
+        var value: [UInt8]
+        /// Milliseconds since 1970 of the write.
+        var created: UInt64
+        /// Milliseconds since 1970 after which plain reads no longer return it; 0 for never.
+        var expires: UInt64
+        /// Milliseconds since 1970 when its stale window ends; 0 for none.
+        var staleUntil: UInt64
+        /// The identity of its record; nil for a queued value whose record the writer builds.
+        var record: RecordIdentity?
+        /// True when past `expires` but within its stale window: found only because the read asked
+        /// for stale entries.
+        var isStale: Bool
+    }
+
+    /// The entry stored under `key`, queued or committed, or nil when there is none, it expired,
+    /// or its record is damaged (a damaged record is also logged and removed).
+    ///
+    /// Without `includingStale`, this is ``data(forKey:)``'s read, and a hit counts as an access.
+    /// With it, an entry past its expiry but within its stale window (see
+    /// ``prepareWrite(_:forKey:now:expires:staleUntil:)``) is returned too, with
+    /// ``DiskEntry/isStale`` set. A stale entry is not recorded as an access (a live one is).
+    func entry(forKey key: [UInt8], includingStale: Bool) throws -> DiskEntry? {
+        try withStore { store -> DiskEntry? in
             let storageKey = try StorageKey(key)
             let now = configuration.clock.milliseconds
-            switch try store.lookUp(storageKey, now: now) {
+            switch try store.lookUp(storageKey, now: now, includingStale: includingStale) {
             case .miss:
                 return nil
-            case .hit(let value, let created, let expires, let record):
-                store.noteRead(
-                    storageKey, created: created, now: now,
-                    granularity: configuration.accessTimeGranularity.milliseconds,
-                    ageLimit: configuration.ageLimit?.milliseconds)
-                return (value, expires, record)
+            case .hit(let value, let created, let expires, let staleUntil, let record):
+                let isStale = expires != 0 && expires <= now
+                if !isStale {
+                    store.noteRead(
+                        storageKey, created: created, now: now,
+                        granularity: configuration.accessTimeGranularity.milliseconds,
+                        ageLimit: configuration.ageLimit?.milliseconds)
+                }
+                return DiskEntry(
+                    value: value, created: created, expires: expires, staleUntil: staleUntil, record: record,
+                    isStale: isStale)
             case .damaged(let damage):
                 store.reportDamage(storageKey, damage)
                 return nil
             }
+        }
+    }
+
+    /// The write time and expiry (milliseconds since 1970; 0 for never) of the live entry under
+    /// `key`, queued or committed; nil when there is none, it expired (stale entries included), or
+    /// its record is damaged (then also logged and removed). Checks the record but decodes no
+    /// value, and does not count as an access.
+    func metadata(forKey key: [UInt8]) throws -> (created: UInt64, expires: UInt64)? {
+        try withStore { store in
+            try store.metadata(try StorageKey(key), now: configuration.clock.milliseconds)
         }
     }
 

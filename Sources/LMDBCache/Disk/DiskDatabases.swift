@@ -5,9 +5,12 @@
 ///   write; an entry's last access is this, else its record's `created`.
 /// - `access`: 8-byte big-endian last-access time ‖ stored key → empty. Its first entry is the least
 ///   recently used, so evicting k entries costs O(k log n).
-/// - `expiry`: 8-byte big-endian expiry time ‖ stored key → empty, for entries that expire.
+/// - `expiry`: 8-byte big-endian removal time ‖ stored key → empty, for entries that expire. The
+///   time is the record's ``Record/Header/removalDeadline``: the end of its stale window when it
+///   has one, else its expiry.
 /// - `info`: `count`, `bytes` (the totals, kept exact inside every write transaction) and
-///   `format` (the record format version of the store).
+///   `format` (the record format version of the store: ``Record/formatVersion``, which builds that
+///   read it can open; format 3 records, with a stale window, do not change it).
 struct DiskDatabases {
     static let names = ["records", "lastAccess", "access", "expiry", "info"]
 

@@ -31,8 +31,10 @@ extension DiskStore {
                 }
                 let header = Record.Header(bytes)!
                 try txn.put(db.access, DiskDatabases.indexKey(time: header.created, key: write.key.bytes), [])
-                if header.expires != 0 {
-                    try txn.put(db.expiry, DiskDatabases.indexKey(time: header.expires, key: write.key.bytes), [])
+                // Keyed by when trimming removes the record: the end of its stale window, if any.
+                if header.removalDeadline != 0 {
+                    try txn.put(
+                        db.expiry, DiskDatabases.indexKey(time: header.removalDeadline, key: write.key.bytes), [])
                 }
             }
             totals.count += 1
@@ -77,8 +79,8 @@ extension DiskStore {
         if let header {
             let accessed = try db.lastAccess(txn, key, created: header.created)
             try txn.delete(db.access, DiskDatabases.indexKey(time: accessed, key: key))
-            if header.expires != 0 {
-                try txn.delete(db.expiry, DiskDatabases.indexKey(time: header.expires, key: key))
+            if header.removalDeadline != 0 {
+                try txn.delete(db.expiry, DiskDatabases.indexKey(time: header.removalDeadline, key: key))
             }
         }
         // A record with a damaged header leaves index entries behind; trimming drops them when it

@@ -54,13 +54,11 @@ extension DiskStore {
                     return true
                 }
                 statistics.logicalBytes += header.valueLength
-                statistics.payloadBytes += bytes.count - Record.headerSize - header.keyLength
+                statistics.payloadBytes += bytes.count - header.size - header.keyLength
                 if header.flags.contains(.compressed) { statistics.compressedEntries += 1 }
-                return true
-            }
-            try txn.forEach(db.expiry) { key, _ in
-                guard DiskDatabases.parseIndexKey(Array(key)).time <= now else { return false }
-                statistics.expiredEntries += 1
+                // From the record, not the expiry index: the index keys an entry with a stale
+                // window by the window's end, which is past its expiry.
+                if header.isExpired(at: now) { statistics.expiredEntries += 1 }
                 return true
             }
             statistics.oldestAccess = try txn.firstKey(db.access).map { DiskDatabases.parseIndexKey($0).time }

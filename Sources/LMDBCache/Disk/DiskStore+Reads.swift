@@ -3,45 +3,88 @@ extension DiskStore {
     /// What a lookup found.
     enum Lookup {
         case miss
-        /// The value, when its record was written, when it expires (0 for never), and the
-        /// identity of its record (nil for a queued value whose record the writer builds).
-        case hit([UInt8], created: UInt64, expires: UInt64, record: RecordIdentity?)
+        /// The value, when its record was written, when it expires (0 for never), the end of its
+        /// stale window (0 for none), and the identity of its record (nil for a queued value whose
+        /// record the writer builds).
+        case hit([UInt8], created: UInt64, expires: UInt64, staleUntil: UInt64, record: RecordIdentity?)
         case damaged(Record.Damage)
     }
 
     /// The live entry for `key` at `now`: a queued write for it when there is one, else the
-    /// committed record, read in a pooled read transaction. Records no access.
+    /// committed record, read in a pooled read transaction. Records no access. With
+    /// `includingStale`, an entry past its expiry but within its stale window is found too (the
+    /// caller tells it by its expiry).
     ///
     /// - Throws: a queued record's damage (never expected: the caller encoded it), or LMDB's error.
-    func lookUp(_ key: StorageKey, now: UInt64) throws -> Lookup {
+    func lookUp(_ key: StorageKey, now: UInt64, includingStale: Bool = false) throws -> Lookup {
         if let pending = pending(key) {
             let record: [UInt8]
             switch pending {
             case .set(let built): record = built
             case .setDeflatingLater(let deferred):
-                if deferred.isExpired(at: now) { return .miss }
-                return .hit(deferred.value, created: deferred.created, expires: deferred.expires, record: nil)
+                if includingStale ? deferred.isPastRemovalDeadline(at: now) : deferred.isExpired(at: now) {
+                    return .miss
+                }
+                return .hit(
+                    deferred.value, created: deferred.created, expires: deferred.expires,
+                    staleUntil: deferred.staleUntil, record: nil)
             case .remove: return .miss
             }
             return try record.withUnsafeBytes { bytes -> Lookup in
-                guard let found = try Record.read(bytes, key: key, now: now) else { return .miss }
+                guard let found = try Record.read(bytes, key: key, now: now, includingStale: includingStale) else {
+                    return .miss
+                }
                 return .hit(
                     found.value, created: found.header.created, expires: found.header.expires,
-                    record: RecordIdentity(bytes)!)
+                    staleUntil: found.header.staleUntil, record: RecordIdentity(bytes)!)
             }
         }
         return try env.read { txn -> Lookup in
             guard let bytes = try txn.get(db.records, key.bytes) else { return .miss }
             let found: (header: Record.Header, value: [UInt8])?
             do throws(Record.Damage) {
-                found = try Record.read(bytes, key: key, now: now)
+                found = try Record.read(bytes, key: key, now: now, includingStale: includingStale)
             } catch {
                 return .damaged(error)
             }
             guard let found else { return .miss }
             return .hit(
                 found.value, created: found.header.created, expires: found.header.expires,
-                record: RecordIdentity(bytes)!)
+                staleUntil: found.header.staleUntil, record: RecordIdentity(bytes)!)
+        }
+    }
+
+    /// The write time and expiry (0 for never) of the live entry for `key` at `now`, queued or
+    /// committed; nil when there is none or it has expired. The record is checked whole (shape,
+    /// checksum, key) but its value is not decoded; a damaged committed one is reported (logged,
+    /// then removed by the writer) and is a miss. Records no access.
+    ///
+    /// - Throws: a queued record's damage (never expected: the caller encoded it), or LMDB's error.
+    func metadata(_ key: StorageKey, now: UInt64) throws -> (created: UInt64, expires: UInt64)? {
+        /// The header of `bytes` when they hold a live entry of `key`.
+        func live(_ bytes: UnsafeRawBufferPointer) throws(Record.Damage) -> Record.Header? {
+            let header = try Record.validate(bytes, storedKey: key.bytes)
+            guard Record.matches(bytes, header: header, key: key), !header.isExpired(at: now) else { return nil }
+            return header
+        }
+        if let pending = pending(key) {
+            switch pending {
+            case .set(let record):
+                return try record.withUnsafeBytes { try live($0) }.map { ($0.created, $0.expires) }
+            case .setDeflatingLater(let deferred):
+                return deferred.isExpired(at: now) ? nil : (deferred.created, deferred.expires)
+            case .remove: return nil
+            }
+        }
+        let found = try env.read { txn -> Result<Record.Header?, Record.Damage> in
+            guard let bytes = try txn.get(db.records, key.bytes) else { return .success(nil) }
+            return Result { () throws(Record.Damage) in try live(bytes) }
+        }
+        switch found {
+        case .success(let header): return header.map { ($0.created, $0.expires) }
+        case .failure(let damage):
+            reportDamage(key, damage)
+            return nil
         }
     }
 

@@ -152,7 +152,7 @@ extension DiskStore {
             if let header = Record.Header(bytes) {
                 matches =
                     index == db.access
-                    ? try db.lastAccess(txn, key, created: header.created) == time : header.expires == time
+                    ? try db.lastAccess(txn, key, created: header.created) == time : header.removalDeadline == time
                 fullKey = Record.fullKey(bytes, header: header) ?? key
             } else {
                 matches = true

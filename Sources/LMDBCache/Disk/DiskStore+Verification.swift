@@ -75,6 +75,7 @@ extension DiskStore {
             report.accessEntries = try txn.count(db.access)
             report.expiryEntries = try txn.count(db.expiry)
             var expiring = 0
+            // Stored key, write time, removal deadline.
             var records: [([UInt8], UInt64, UInt64)] = []
             try txn.forEach(db.records) { key, value in
                 report.scanned.count += 1
@@ -83,19 +84,20 @@ extension DiskStore {
                 do throws(Record.Damage) {
                     let header = try Record.validate(value, storedKey: Array(key))
                     if header.flags.contains(.compressed) { _ = try Record.value(value, header: header) }
-                    records.append((Array(key), header.created, header.expires))
-                    if header.expires != 0 { expiring += 1 }
+                    // The expiry index keys a record by when trimming removes it.
+                    records.append((Array(key), header.created, header.removalDeadline))
+                    if header.removalDeadline != 0 { expiring += 1 }
                 } catch {
                     report.damaged.append((Array(key), error.description))
                 }
                 return true
             }
-            for (key, created, expires) in records {
+            for (key, created, deadline) in records {
                 let accessed = try db.lastAccess(txn, key, created: created)
                 if try txn.get(db.access, DiskDatabases.indexKey(time: accessed, key: key)) == nil {
                     report.indexProblems.append("access index has no entry for \(escapedKey(key))")
                 }
-                if expires != 0, try txn.get(db.expiry, DiskDatabases.indexKey(time: expires, key: key)) == nil {
+                if deadline != 0, try txn.get(db.expiry, DiskDatabases.indexKey(time: deadline, key: key)) == nil {
                     report.indexProblems.append("expiry index has no entry for \(escapedKey(key))")
                 }
             }
@@ -176,14 +178,17 @@ extension DiskStore {
                 var accessEntries = 0
                 var expiryEntries = 0
                 // Collect first: the indexes change while the records are read.
-                var entries: [(key: [UInt8], accessed: UInt64, expires: UInt64, cost: Int)] = []
+                var entries: [(key: [UInt8], accessed: UInt64, deadline: UInt64, cost: Int)] = []
                 try txn.forEach(db.records, from: after) { key, bytes in
                     let stored = Array(key)
                     if let after, stored == after { return true }
                     guard let header = Record.Header(bytes) else { return true }
                     let accessed = try db.lastAccess(txn, stored, created: header.created)
                     entries.append(
-                        (stored, accessed, header.expires, Totals.cost(keyLength: key.count, recordLength: bytes.count))
+                        (
+                            stored, accessed, header.removalDeadline,
+                            Totals.cost(keyLength: key.count, recordLength: bytes.count)
+                        )
                     )
                     last = stored
                     written += 1
@@ -192,8 +197,9 @@ extension DiskStore {
                 for entry in entries {
                     try txn.put(db.access, DiskDatabases.indexKey(time: entry.accessed, key: entry.key), [])
                     accessEntries += 1
-                    if entry.expires != 0 {
-                        try txn.put(db.expiry, DiskDatabases.indexKey(time: entry.expires, key: entry.key), [])
+                    // By when trimming removes the record: the end of its stale window, if any.
+                    if entry.deadline != 0 {
+                        try txn.put(db.expiry, DiskDatabases.indexKey(time: entry.deadline, key: entry.key), [])
                         expiryEntries += 1
                     }
                     batchTotals.count += 1

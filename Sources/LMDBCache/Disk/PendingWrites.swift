@@ -14,17 +14,33 @@ struct DeferredRecord: Sendable {
     /// Milliseconds since 1970 of the write, and of its expiry (0 for never).
     let created: UInt64
     let expires: UInt64
+    /// Milliseconds since 1970 until which it is kept past `expires` for reads that ask for stale
+    /// entries; 0 for none (see ``Record/Header/staleUntil``).
+    var staleUntil: UInt64 = 0
     let threshold: Int?
     let level: Int
 
-    /// The record, as ``Record/encode(value:key:now:expires:threshold:level:)`` builds it.
+    /// The record, as ``Record/encode(value:key:now:expires:staleUntil:threshold:level:)`` builds it.
     func record(for key: StorageKey) -> [UInt8] {
         value.withUnsafeBytes {
-            Record.encode(value: $0, key: key, now: created, expires: expires, threshold: threshold, level: level)
+            Record.encode(
+                value: $0, key: key, now: created, expires: expires, staleUntil: staleUntil, threshold: threshold,
+                level: level)
         }
     }
 
+    /// The header size of its record: 40 bytes with a stale window, else 32.
+    var headerSize: Int { Record.headerSize(version: Record.version(staleUntil: staleUntil)) }
+
+    /// True when past `expires`: never returned by a plain read.
     func isExpired(at now: UInt64) -> Bool { expires != 0 && expires <= now }
+
+    /// True when past its stale window, or expired without one: returned by no read (as
+    /// ``Record/Header/isPastRemovalDeadline(at:)``).
+    func isPastRemovalDeadline(at now: UInt64) -> Bool {
+        let deadline = staleUntil != 0 ? staleUntil : expires
+        return deadline != 0 && deadline <= now
+    }
 }
 
 /// Count and cost limits to enforce on write, with the low-water mark to trim down to.
@@ -72,7 +88,7 @@ struct QueuedWrite: Sendable {
         switch operation {
         case .set(let record): byteCount = record.count + key.bytes.count
         case .setDeflatingLater(let deferred):
-            byteCount = Record.headerSize + (key.fullKey?.count ?? 0) + deferred.value.count + key.bytes.count
+            byteCount = deferred.headerSize + (key.fullKey?.count ?? 0) + deferred.value.count + key.bytes.count
         case .remove: byteCount = key.bytes.count
         }
     }

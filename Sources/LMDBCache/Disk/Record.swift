@@ -1,8 +1,8 @@
-/// The bytes stored for one entry. Little-endian, 32-byte header:
+/// The bytes stored for one entry. Little-endian, 32-byte header (40 bytes in format 3):
 ///
 /// | offset | size | field |
 /// |---|---|---|
-/// | 0 | 1 | format version (``formatVersion``) |
+/// | 0 | 1 | format version: 2 (``formatVersion``), or 3 (``staleWindowVersion``) |
 /// | 1 | 1 | flags: 1 = payload is raw deflate, 2 = full key stored |
 /// | 2 | 2 | key tag: the low 16 bits of the crc32 of the stored (LMDB) key |
 /// | 4 | 4 | crc32 of bytes 0..<4 and 8..<end |
@@ -10,7 +10,8 @@
 /// | 16 | 8 | expires, ms since 1970; 0 = never |
 /// | 24 | 4 | value length before compression |
 /// | 28 | 4 | full key length (0 unless flag 2) |
-/// | 32 | … | the full key (when flag 2), then the payload |
+/// | 32 | 8 | format 3 only: stale until, ms since 1970; after a nonzero `expires` |
+/// | 32 or 40 | … | the full key (when flag 2), then the payload |
 ///
 /// A record is immutable: reads that move an entry in the access order write 8 bytes to the
 /// `lastAccess` database instead, so a read never rewrites a (possibly large) record.
@@ -19,14 +20,29 @@
 /// not LMDB's copy of the key, so without it a damaged key byte in the data file would serve the
 /// record's value for a key that was never written. Format 1 records (bytes 2..<4 zero, no tag)
 /// are still read, so a store written by an earlier version keeps its entries; every write
-/// replaces them with format 2.
+/// replaces them with format 2 or 3.
+///
+/// Format 3 is format 2 with a stale window: past `expires` the entry is not served, but kept
+/// until `staleUntil` for a read that asks for stale entries (``Header/staleUntil``). Only a
+/// record with a window is written in format 3, so builds that read formats 1 and 2 alone keep
+/// reading every other record; to them a format 3 record is damaged (a miss, then removed).
 ///
 /// `package` access: the fuzz targets under `Fuzz/` drive the decoder directly.
 package struct Record {
+    /// The format of records without a stale window, and the one the store declares (formats 1
+    /// and 2 are what builds before format 3 read, so the store goes on declaring 2).
     package static let formatVersion: UInt8 = 2
+    /// The format of records with a stale window: format 2's header and 8 bytes of `staleUntil`.
+    package static let staleWindowVersion: UInt8 = 3
     /// The oldest format still read: 1, the same layout without the key tag.
     static let oldestReadableVersion: UInt8 = 1
+    /// The newest format read.
+    static let newestReadableVersion: UInt8 = 3
+    /// The header size of formats 1 and 2, which every record without a stale window is written
+    /// in, and the least any record's header takes. A record's own is ``Header/size``.
     package static let headerSize = 32
+    /// The header size of format 3.
+    package static let staleWindowHeaderSize = 40
     /// Largest value accepted: one write transaction dirties at most ~512 MB of pages in LMDB.
     package static let maxValueSize = 256 << 20
 
@@ -46,6 +62,18 @@ package struct Record {
         static let expires = 16
         static let valueLength = 24
         static let keyLength = 28
+        static let staleUntil = 32
+    }
+
+    /// The header size of a record of format `version`: 40 for format 3, else 32 (unknown formats
+    /// included, which no header of that size parses as).
+    package static func headerSize(version: UInt8) -> Int {
+        version == staleWindowVersion ? staleWindowHeaderSize : headerSize
+    }
+
+    /// The format a record is written in: 3 with a stale window (`staleUntil` nonzero), else 2.
+    package static func version(staleUntil: UInt64) -> UInt8 {
+        staleUntil == 0 ? formatVersion : staleWindowVersion
     }
 
     /// The header fields of a stored record, checked for shape but not yet for the checksum.
@@ -55,29 +83,51 @@ package struct Record {
         package var keyTag: UInt16
         package var created: UInt64
         package var expires: UInt64
+        /// Milliseconds since 1970 until which the entry is kept past `expires` for reads that ask
+        /// for stale entries; 0 for none (formats 1 and 2 carry none). When nonzero, `expires` is
+        /// nonzero and before it.
+        package var staleUntil: UInt64
         package var valueLength: Int
         package var keyLength: Int
 
-        /// Parses the header; nil when `bytes` cannot be a record of this format.
+        /// Parses the header; nil when `bytes` cannot be a record of a format this build reads.
         package init?(_ bytes: UnsafeRawBufferPointer) {
             guard bytes.count >= Record.headerSize else { return nil }
             version = bytes[Offset.version]
+            guard (Record.oldestReadableVersion...Record.newestReadableVersion).contains(version) else { return nil }
+            let size = Record.headerSize(version: version)
+            guard bytes.count >= size else { return nil }
             flags = Flags(rawValue: bytes[Offset.flags])
             keyTag = bytes.loadLE(UInt16.self, at: Offset.keyTag)
             created = bytes.loadLE(UInt64.self, at: Offset.created)
             expires = bytes.loadLE(UInt64.self, at: Offset.expires)
+            staleUntil = version == Record.staleWindowVersion ? bytes.loadLE(UInt64.self, at: Offset.staleUntil) : 0
+            // Both lengths are 32-bit: their sums below cannot overflow a 64-bit Int.
             valueLength = Int(bytes.loadLE(UInt32.self, at: Offset.valueLength))
             keyLength = Int(bytes.loadLE(UInt32.self, at: Offset.keyLength))
-            guard (Record.oldestReadableVersion...Record.formatVersion).contains(version), flags.rawValue & ~3 == 0,
-                flags.contains(.fullKey) == (keyLength > 0),
-                Record.headerSize + keyLength <= bytes.count
+            guard flags.rawValue & ~3 == 0, flags.contains(.fullKey) == (keyLength > 0), size + keyLength <= bytes.count
             else { return nil }
-            if !flags.contains(.compressed) && Record.headerSize + keyLength + valueLength != bytes.count {
+            if version == Record.staleWindowVersion && (expires == 0 || staleUntil <= expires) { return nil }
+            if !flags.contains(.compressed) && size + keyLength + valueLength != bytes.count {
                 return nil
             }
         }
 
+        /// Bytes of this header: where the full key, else the payload, begins.
+        package var size: Int { Record.headerSize(version: version) }
+
+        /// When trimming removes the record: the end of its stale window, else its expiry (0 for
+        /// never). The expiry index keys the record by it.
+        package var removalDeadline: UInt64 { staleUntil != 0 ? staleUntil : expires }
+
+        /// True when past `expires`: never returned by a plain read.
         func isExpired(at now: UInt64) -> Bool { expires != 0 && expires <= now }
+
+        /// True when past ``removalDeadline``: returned by no read, not even one that asks for
+        /// stale entries.
+        func isPastRemovalDeadline(at now: UInt64) -> Bool {
+            removalDeadline != 0 && removalDeadline <= now
+        }
 
         /// False when the key tag says the record was written under another stored key (format 1
         /// records carry no tag and always pass).
@@ -99,17 +149,27 @@ package struct Record {
         }
     }
 
+    /// True when `staleUntil` is a stale window a record expiring at `expires` can carry: 0 (none),
+    /// or after a nonzero `expires`.
+    package static func isValidStaleWindow(expires: UInt64, staleUntil: UInt64) -> Bool {
+        staleUntil == 0 || (expires != 0 && staleUntil > expires)
+    }
+
     /// Builds the record `key` stores for `value`, deflating it at `level` when it is at least
     /// `threshold` bytes, does not look incompressible, and shrinks. `threshold` nil turns
-    /// compression off.
+    /// compression off. With a nonzero `staleUntil` (which must pass
+    /// ``isValidStaleWindow(expires:staleUntil:)``) the record is format 3, else format 2.
     package static func encode(
-        value: UnsafeRawBufferPointer, key: StorageKey, now: UInt64, expires: UInt64,
+        value: UnsafeRawBufferPointer, key: StorageKey, now: UInt64, expires: UInt64, staleUntil: UInt64 = 0,
         threshold: Int?, level: Int
     ) -> [UInt8] {
+        precondition(isValidStaleWindow(expires: expires, staleUntil: staleUntil), "a stale window ends after expires")
+        let version = version(staleUntil: staleUntil)
+        let size = headerSize(version: version)
         let fullKey = key.fullKey
         let tag = keyTag(key.bytes)
         let keyLength = fullKey?.count ?? 0
-        let payloadOffset = headerSize + keyLength
+        let payloadOffset = size + keyLength
         var flags: Flags = fullKey == nil ? [] : .fullKey
         return [UInt8](unsafeUninitializedCapacity: payloadOffset + value.count) { buffer, count in
             let raw = UnsafeMutableRawBufferPointer(buffer)
@@ -125,16 +185,17 @@ package struct Record {
             } else if value.count > 0 {
                 payloadArea.baseAddress!.copyMemory(from: value.baseAddress!, byteCount: value.count)
             }
-            raw[Offset.version] = formatVersion
+            raw[Offset.version] = version
             raw[Offset.flags] = flags.rawValue
             raw.storeLE(tag, at: Offset.keyTag)
             raw.storeLE(now, at: Offset.created)
             raw.storeLE(expires, at: Offset.expires)
             raw.storeLE(UInt32(value.count), at: Offset.valueLength)
             raw.storeLE(UInt32(keyLength), at: Offset.keyLength)
+            if version == staleWindowVersion { raw.storeLE(staleUntil, at: Offset.staleUntil) }
             if let fullKey {
                 fullKey.withUnsafeBytes { key in
-                    (raw.baseAddress! + headerSize).copyMemory(from: key.baseAddress!, byteCount: keyLength)
+                    (raw.baseAddress! + size).copyMemory(from: key.baseAddress!, byteCount: keyLength)
                 }
             }
             count = payloadOffset + payloadLength
@@ -142,8 +203,8 @@ package struct Record {
         }
     }
 
-    /// True when ``encode(value:key:now:expires:threshold:level:)`` tries deflate on `value`: at
-    /// least `threshold` bytes (nil: never) and not looking incompressible.
+    /// True when ``encode(value:key:now:expires:staleUntil:threshold:level:)`` tries deflate on
+    /// `value`: at least `threshold` bytes (nil: never) and not looking incompressible.
     static func mayDeflate(_ value: UnsafeRawBufferPointer, threshold: Int?) -> Bool {
         guard let threshold else { return false }
         return value.count >= threshold && value.count > 1 && !Deflate.looksIncompressible(value)
@@ -181,7 +242,7 @@ package struct Record {
         guard let fullKey = key.fullKey else { return !header.flags.contains(.fullKey) }
         guard header.keyLength == fullKey.count else { return false }
         return fullKey.withUnsafeBytes { expected in
-            UnsafeRawBufferPointer(rebasing: bytes[headerSize..<(headerSize + header.keyLength)])
+            UnsafeRawBufferPointer(rebasing: bytes[header.size..<(header.size + header.keyLength)])
                 .elementsEqual(expected)
         }
     }
@@ -189,23 +250,26 @@ package struct Record {
     /// The stored full key of a long-key record.
     package static func fullKey(_ bytes: UnsafeRawBufferPointer, header: Header) -> [UInt8]? {
         guard header.flags.contains(.fullKey) else { return nil }
-        return Array(bytes[headerSize..<(headerSize + header.keyLength)])
+        return Array(bytes[header.size..<(header.size + header.keyLength)])
     }
 
     /// The record `bytes`, stored under `key`, read at `now`: checked whole, then its header and
-    /// value; nil when it belongs to another long key with the same stored key, or has expired.
+    /// value; nil when it belongs to another long key with the same stored key, or has expired
+    /// (with `includingStale`, when it is past its stale window, or expired without one).
     /// The one read of a record for a lookup, queued or committed.
-    static func read(_ bytes: UnsafeRawBufferPointer, key: StorageKey, now: UInt64) throws(Damage) -> (
-        header: Header, value: [UInt8]
-    )? {
+    static func read(
+        _ bytes: UnsafeRawBufferPointer, key: StorageKey, now: UInt64, includingStale: Bool = false
+    ) throws(Damage) -> (header: Header, value: [UInt8])? {
         let header = try validate(bytes, storedKey: key.bytes)
-        guard matches(bytes, header: header, key: key), !header.isExpired(at: now) else { return nil }
+        guard matches(bytes, header: header, key: key),
+            !(includingStale ? header.isPastRemovalDeadline(at: now) : header.isExpired(at: now))
+        else { return nil }
         return (header, try value(bytes, header: header))
     }
 
     /// The value, inflated when compressed. `bytes` must have passed ``validate(_:)``.
     package static func value(_ bytes: UnsafeRawBufferPointer, header: Header) throws(Damage) -> [UInt8] {
-        let payload = UnsafeRawBufferPointer(rebasing: bytes[(headerSize + header.keyLength)...])
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[(header.size + header.keyLength)...])
         guard header.flags.contains(.compressed) else { return Array(payload) }
         guard header.valueLength <= maxValueSize else { throw .decompression }
         var ok = false

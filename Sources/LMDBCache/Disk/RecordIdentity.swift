@@ -8,9 +8,12 @@ struct RecordIdentity: Sendable, Hashable {
     var checksum: UInt32
     var length: Int
 
-    /// The identity of the record `bytes`; nil when they are too short to hold a header.
+    /// The identity of the record `bytes`; nil when they are too short to hold the header of the
+    /// format their first byte names (32 bytes, 40 for format 3).
     init?(_ bytes: UnsafeRawBufferPointer) {
-        guard bytes.count >= Record.headerSize else { return nil }
+        guard bytes.count >= Record.headerSize,
+            bytes.count >= Record.headerSize(version: bytes[Record.Offset.version])
+        else { return nil }
         created = bytes.loadLE(UInt64.self, at: Record.Offset.created)
         checksum = bytes.loadLE(UInt32.self, at: Record.Offset.checksum)
         length = bytes.count

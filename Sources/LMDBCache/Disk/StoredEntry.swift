@@ -16,6 +16,9 @@ package struct StoredEntry: Sendable, Equatable {
     package var accessed: UInt64
     /// Milliseconds since 1970 after which it is never returned; nil for never.
     package var expires: UInt64?
+    /// Milliseconds since 1970 until which it is kept past `expires` for reads that ask for stale
+    /// entries, and after which trimming removes it; nil for no stale window.
+    package var staleUntil: UInt64?
     /// The value, when the caller asked for it.
     package var value: [UInt8]?
     /// Why the record cannot be read, when it is damaged (the other fields are then partial).
@@ -44,6 +47,7 @@ package struct StoredEntry: Sendable, Equatable {
             isCompressed = header.flags.contains(.compressed)
             created = header.created
             expires = header.expires == 0 ? nil : header.expires
+            staleUntil = header.staleUntil == 0 ? nil : header.staleUntil
             if withValue || isCompressed {
                 // A compressed payload is inflated even when not wanted: that is its check.
                 let inflated = try Record.value(bytes, header: header)
@@ -88,7 +92,8 @@ package struct StoreStatistics: Sendable, Equatable, Codable {
     /// Milliseconds since 1970 of the least and most recent access; nil when empty.
     package var oldestAccess: UInt64?
     package var newestAccess: UInt64?
-    /// Entries past their expiry that trimming has not removed yet.
+    /// Entries past their expiry that trimming has not removed yet (those within a stale window
+    /// included).
     package var expiredEntries = 0
     /// Records that fail their checks.
     package var damagedRecords = 0

@@ -124,13 +124,16 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// Inserts with an absolute expiry (milliseconds since 1970, 0 for none); with `ifGeneration`,
     /// only when the key's shard has seen no insert or removal since ``lookUp(_:)`` returned it.
+    /// `servedUntil` and `stored` are the shard's (``MemoryShard/Node``).
     @inlinable
     func insert(
-        _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, now: UInt64, ifGeneration: UInt64? = nil
+        _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, servedUntil: UInt64 = 0, stored: UInt64? = nil,
+        now: UInt64, ifGeneration: UInt64? = nil
     ) {
         var removed = RemovedEntries<Key, Value>()
         let report = insert(
-            value, forKey: key, cost: cost, expires: expires, now: now, ifGeneration: ifGeneration, removed: &removed)
+            value, forKey: key, cost: cost, expires: expires, servedUntil: servedUntil, stored: stored, now: now,
+            ifGeneration: ifGeneration, removed: &removed)
         finish(removed, report)
     }
 
@@ -139,11 +142,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// cache inserts under a per-key lock, and a listener may call back into it).
     @inlinable
     func insertDeferringRemovals(
-        _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, now: UInt64, ifGeneration: UInt64? = nil
+        _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, servedUntil: UInt64 = 0, now: UInt64,
+        ifGeneration: UInt64? = nil
     ) -> (RemovedEntries<Key, Value>, ShardReport?) {
         var removed = RemovedEntries<Key, Value>()
         let report = insert(
-            value, forKey: key, cost: cost, expires: expires, now: now, ifGeneration: ifGeneration, removed: &removed)
+            value, forKey: key, cost: cost, expires: expires, servedUntil: servedUntil, stored: nil, now: now,
+            ifGeneration: ifGeneration, removed: &removed)
         return (removed, report)
     }
 
@@ -151,8 +156,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// never copied: each copy of an entry retains its key and value).
     @inlinable
     func insert(
-        _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, now: UInt64, ifGeneration: UInt64?,
-        removed: inout RemovedEntries<Key, Value>
+        _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, servedUntil: UInt64 = 0, stored: UInt64? = nil,
+        now: UInt64, ifGeneration: UInt64?, removed: inout RemovedEntries<Key, Value>
     ) -> ShardReport? {
         let hash = key.hashValue
         let cost = max(0, cost ?? weigher?(value) ?? 0)
@@ -165,7 +170,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             // Relaxed is enough: the shard lock orders this read after the close's emptying.
             if isClosed.load(ordering: .relaxed) { return nil }
             shard.insert(
-                value, forKey: key, tag: SlotTable.tag(hash), cost: cost, expires: expires, now: now, removed: &removed)
+                value, forKey: key, tag: SlotTable.tag(hash), cost: cost, expires: expires, servedUntil: servedUntil,
+                stored: stored, now: now, removed: &removed)
             return metrics == nil ? nil : shard.takeReport(force: false)
         }
     }
@@ -184,6 +190,30 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
         finish(removed, report)
         return (value, generation)
+    }
+
+    /// ``lookUp(_:counting:)`` that also returns when the value was stored, and an entry kept
+    /// past the time it is served until (`isStale`, counted as a miss), for a load that may
+    /// serve it.
+    func lookUpEntry(_ key: Key) -> (entry: (value: Value, stored: UInt64, isStale: Bool)?, generation: UInt64) {
+        let hash = key.hashValue
+        let now = clock.milliseconds
+        var removed = RemovedEntries<Key, Value>()
+        let (entry, generation, report) = shards.withLock(at: shardIndex(hash)) { shard in
+            let entry = shard.entry(
+                forKey: key, tag: SlotTable.tag(hash), now: now, removed: &removed, counting: true, stale: true)
+            return (entry, shard.generation, metrics == nil ? nil : shard.takeReport(force: false))
+        }
+        finish(removed, report)
+        return (entry, generation)
+    }
+
+    /// When the live entry for `key` was stored and when it expires (milliseconds since 1970; 0:
+    /// never); nil when there is none. Not an access, not counted.
+    func metadata(forKey key: Key) -> (stored: UInt64, expires: UInt64)? {
+        let hash = key.hashValue
+        let now = clock.milliseconds
+        return shards.withLock(at: shardIndex(hash)) { $0.metadata(forKey: key, tag: SlotTable.tag(hash), now: now) }
     }
 
     /// The current time by the cache's clock, in milliseconds since 1970.

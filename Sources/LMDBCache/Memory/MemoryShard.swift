@@ -24,6 +24,12 @@ struct MemoryShard<Key: Hashable, Value> {
         @usableFromInline var accessed: UInt64
         /// Milliseconds since 1970 after which the entry is gone; 0 for never.
         @usableFromInline var expires: UInt64
+        /// Milliseconds since 1970 after which lookups no longer return the entry, though it is
+        /// kept until ``expires`` for a load that may serve it stale (the two-tier cache's
+        /// `staleIfError`); 0: served until ``expires``.
+        @usableFromInline var servedUntil: UInt64
+        /// Milliseconds since 1970 of the write that stored the value (for `refreshAfter`).
+        @usableFromInline var stored: UInt64
         @usableFromInline var tag: UInt32
         /// The shard's ``moves`` when the node last became the most recently used of its list.
         @usableFromInline var moved: UInt32
@@ -31,12 +37,17 @@ struct MemoryShard<Key: Hashable, Value> {
         @usableFromInline var segment: Segment
 
         @inlinable
-        init(key: Key, value: Value, cost: Int, accessed: UInt64, expires: UInt64, tag: UInt32) {
+        init(
+            key: Key, value: Value, cost: Int, accessed: UInt64, expires: UInt64, servedUntil: UInt64, stored: UInt64,
+            tag: UInt32
+        ) {
             self.key = key
             self.value = value
             self.cost = cost
             self.accessed = accessed
             self.expires = expires
+            self.servedUntil = servedUntil
+            self.stored = stored
             self.tag = tag
             moved = 0
             segment = .window
@@ -134,13 +145,27 @@ struct MemoryShard<Key: Hashable, Value> {
 
     /// The live value for `key`, which becomes the most recently used entry of its list.
     ///
-    /// An entry found expired, or idle past the age limit, is removed into `removed` and missed.
+    /// An entry found expired, or idle past the age limit, is removed into `removed` and missed;
+    /// one past the time it is served until (kept to be served stale) is missed and kept.
     /// With `counting` false the look counts neither a hit nor a miss (a second look on behalf of
     /// a caller whose first look was counted), nor an access for the adaptive policy.
     @inlinable
     mutating func value(
         forKey key: Key, tag: UInt32, now: UInt64, removed: inout RemovedEntries<Key, Value>, counting: Bool = true
     ) -> Value? {
+        guard let found = entry(forKey: key, tag: tag, now: now, removed: &removed, counting: counting, stale: false)
+        else { return nil }
+        return found.value
+    }
+
+    /// ``value(forKey:tag:now:removed:counting:)`` that also returns when the value was stored and,
+    /// with `stale`, an entry kept past the time it is served until (flagged `isStale`; a miss,
+    /// not a use: its place in the lists stays).
+    @inlinable
+    mutating func entry(
+        forKey key: Key, tag: UInt32, now: UInt64, removed: inout RemovedEntries<Key, Value>, counting: Bool,
+        stale: Bool
+    ) -> (value: Value, stored: UInt64, isStale: Bool)? {
         let counted = counting ? 1 : 0
         statistics.unreported += counted
         if isAdaptive && counting { sketch.increment(tag) }
@@ -163,28 +188,53 @@ struct MemoryShard<Key: Hashable, Value> {
             }
             return nil
         }
+        if nodes[i].servedUntil != 0, now >= nodes[i].servedUntil {
+            statistics.misses += counted
+            if isAdaptive {
+                if counting { sampleLookup(hit: false) }
+                lastMissTag = tag
+            }
+            return stale ? (nodes[i].value!, nodes[i].stored, true) : nil
+        }
         nodes[i].accessed = now
         markUsed(index)
         statistics.hits += counted
         if isAdaptive && counting { sampleLookup(hit: true) }
-        return nodes[i].value
+        return (nodes[i].value!, nodes[i].stored, false)
+    }
+
+    /// When the live entry for `key` was stored and when it expires (0: never); nil when there
+    /// is none. Not an access.
+    @inlinable
+    func metadata(forKey key: Key, tag: UInt32, now: UInt64) -> (stored: UInt64, expires: UInt64)? {
+        guard let index = find(key, tag: tag), isServed(Int(index), now: now) else { return nil }
+        let node = nodes[Int(index)]
+        return (node.stored, node.servedUntil != 0 ? node.servedUntil : node.expires)
+    }
+
+    /// Neither gone (expired, idle past the age limit) nor kept only to be served stale.
+    @inlinable
+    func isServed(_ i: Int, now: UInt64) -> Bool {
+        staleness(expires: nodes[i].expires, accessed: nodes[i].accessed, now: now) == nil
+            && (nodes[i].servedUntil == 0 || now < nodes[i].servedUntil)
     }
 
     /// True when a live entry is stored for `key`; not an access.
     @inlinable
     func contains(_ key: Key, tag: UInt32, now: UInt64) -> Bool {
         guard let index = find(key, tag: tag) else { return false }
-        return staleness(expires: nodes[Int(index)].expires, accessed: nodes[Int(index)].accessed, now: now) == nil
+        return isServed(Int(index), now: now)
     }
 
     /// Stores `value` as the most recently used entry, then evicts until the limits hold.
     ///
     /// A new entry enters the window (under `.lru`, the only list) and stays there at least until
     /// the next insert into the shard, whatever the policy: a read right after an insert finds it.
+    /// `servedUntil` (0: until `expires`) and `stored` (nil: `now`) are the node's fields.
     @inlinable
     mutating func insert(
-        _ value: Value, forKey key: Key, tag: UInt32, cost: Int, expires: UInt64, now: UInt64,
-        removed: inout RemovedEntries<Key, Value>
+        _ value: Value, forKey key: Key, tag: UInt32, cost: Int, expires: UInt64, servedUntil: UInt64 = 0,
+        stored: UInt64? = nil, now: UInt64, removed: inout RemovedEntries<Key, Value>
     ) {
         statistics.unreported += 1
         generation &+= 1
@@ -208,6 +258,8 @@ struct MemoryShard<Key: Hashable, Value> {
             nodes[i].cost = cost
             nodes[i].accessed = now
             nodes[i].expires = expires
+            nodes[i].servedUntil = servedUntil
+            nodes[i].stored = stored ?? now
             if isAdaptive && change > 0 {
                 // A costlier value may make room by evicting: it starts over as the window's newest
                 // entry, which stays until the next insert (read your writes), and is judged again
@@ -223,7 +275,9 @@ struct MemoryShard<Key: Hashable, Value> {
             // window's share may have moved since the last insert): nothing to evict or move.
             if change <= 0 && limits.age == nil && !hasExpiring && segmentsWithinBudgets { return }
         } else {
-            let node = Node(key: key, value: value, cost: cost, accessed: now, expires: expires, tag: tag)
+            let node = Node(
+                key: key, value: value, cost: cost, accessed: now, expires: expires, servedUntil: servedUntil,
+                stored: stored ?? now, tag: tag)
             let index: Int32
             if firstFree >= 0 {
                 index = firstFree

@@ -87,4 +87,114 @@ struct DesignExamplesTests {
         #expect(disk.totalCost > 0 && disk.totalCost < payload.count, "compressed")
         disk.close()
     }
+
+    /// The upstream of the loading examples: articles that can fail, and tokens with a lifetime.
+    actor Upstream {
+        struct Token: Codable, Sendable, Equatable {
+            var lifetime: Duration
+            var isValid: Bool
+        }
+
+        var failing = false
+        private(set) var articleCalls = 0
+        private(set) var bulkCalls: [[String]] = []
+        var token = Token(lifetime: .seconds(30), isValid: true)
+
+        func fail(_ failing: Bool) { self.failing = failing }
+        func issue(_ token: Token) { self.token = token }
+
+        func article(id: String) throws -> Article {
+            articleCalls += 1
+            if failing { throw CacheError.notFound(key: id) }
+            return Article(id: id, body: "fetched \(id) #\(articleCalls)")
+        }
+
+        func articles(ids: [String]) -> [String: Article] {
+            bulkCalls.append(ids)
+            var found: [String: Article] = [:]
+            for id in ids where id != "a3" { found[id] = Article(id: id, body: "bulk \(id)") }
+            return found
+        }
+    }
+
+    @Test("the loading examples: freshness, the loader's context, bulk")
+    func loading() async throws {
+        let root = TemporaryDirectory()
+        defer { root.remove() }
+        let clock = ManualClock()
+        var configuration = Cache<String, Article>.Configuration()
+        configuration.clock = clock.clock
+        let cache = try Cache<String, Article>(directory: root.url, configuration: configuration)
+        defer { cache.close() }
+        let api = Upstream()
+
+        // Freshness: refresh ahead, serve stale when the origin fails or is slow.
+        func get() async throws -> Article {
+            let article = try await cache.value(
+                forKey: "a1", expiresAfter: .seconds(600),
+                freshness: Freshness(
+                    refreshAfter: .seconds(60), staleIfError: .seconds(3_600),
+                    timeout: .milliseconds(250), hardTimeout: .seconds(5))
+            ) { try await api.article(id: "a1") }
+            return article
+        }
+        let first = try await get()
+        #expect(first.body == "fetched a1 #1")
+        clock.advance(by: .seconds(61))
+        #expect(try await get() == first, "returned at once, reloaded in the background")
+        await GetOrLoadTests.waitUntil { cache.statistics.refreshes == 1 }
+        #expect(try await get().body == "fetched a1 #2")
+        await api.fail(true)
+        clock.advance(by: .seconds(700))
+        #expect(cache["a1"] == nil, "expired for plain lookups")
+        #expect(try await get().body == "fetched a1 #2", "stale, because the origin failed")
+
+        do {
+            // The loader decides its value's lifetime, or that it must not be cached.
+            let tokens = try Cache<String, Upstream.Token>(
+                directory: root.url.appendingPathComponent("tokens"),
+                configuration: { () -> Cache<String, Upstream.Token>.Configuration in
+                    var configuration = Cache<String, Upstream.Token>.Configuration()
+                    configuration.clock = clock.clock
+                    return configuration
+                }())
+            defer { tokens.close() }
+            let cache = tokens
+            let auth = api
+            func token() async throws -> Upstream.Token {
+                let token = try await cache.value(forKey: "token") { context in
+                    let t = await auth.token
+                    context.expiresAfter = t.lifetime
+                    context.isCacheable = t.isValid
+                    return t
+                }
+                return token
+            }
+            #expect(try await token().lifetime == .seconds(30))
+            #expect(cache.metadata(forKey: "token").map { $0.expiresAt == $0.storedAt.addingTimeInterval(30) } == true)
+            clock.advance(by: .seconds(30))
+            #expect(cache["token"] == nil, "lived as long as the loader said")
+            await api.issue(Upstream.Token(lifetime: .seconds(30), isValid: false))
+            #expect(try await token().isValid == false)
+            #expect(cache["token"] == nil, "an invalid token is not cached")
+        }
+    }
+
+    @Test("the bulk example")
+    func bulk() async throws {
+        let root = TemporaryDirectory()
+        defer { root.remove() }
+        let cache = try Cache<String, Article>(directory: root.url, configuration: .init())
+        defer { cache.close() }
+        let api = Upstream()
+        cache["a1"] = Article(id: "a1", body: "cached")
+
+        // Bulk: one loader call with exactly the keys both tiers missed.
+        let articles: [String: Article] = try await cache.values(forKeys: ["a1", "a2", "a3"]) { missing in
+            await api.articles(ids: missing)  // [String: Article]; keys it leaves out stay absent
+        }
+        #expect(articles == ["a1": Article(id: "a1", body: "cached"), "a2": Article(id: "a2", body: "bulk a2")])
+        #expect(await api.bulkCalls == [["a2", "a3"]])
+        #expect(cache["a3"] == nil)
+    }
 }

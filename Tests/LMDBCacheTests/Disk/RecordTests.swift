@@ -73,7 +73,7 @@ struct RecordTests {
     func versionAndLength() {
         var record = Self.encode([1, 2, 3])
         record.withUnsafeBytes { #expect((try? Record.validate(UnsafeRawBufferPointer(rebasing: $0[..<20]))) == nil) }
-        for version in [0, Record.formatVersion + 1] {
+        for version in [0, Record.newestReadableVersion + 1] {
             record[0] = version
             record.withUnsafeBytes { #expect(Record.Header($0) == nil, "version \(version)") }
         }
