@@ -92,6 +92,14 @@ struct StatsResponse: ResponseEncodable {
     var failedWrites: Int
     /// Calls the backend served (the same as `loads` here, as nothing else calls it).
     var backendLoads: Int
+    /// Background reloads of articles older than half their lifetime, and those that failed.
+    var refreshes: Int
+    var refreshFailures: Int
+    /// Expired articles served because the backend failed, or was slower than the timeout.
+    var staleServedOnError: Int
+    var staleServedOnTimeout: Int
+    /// Requests that waited the hard timeout with nothing to serve.
+    var loadTimeouts: Int
 
     init(cache: Cache<String, Article>, backendLoads: Int) {
         let statistics = cache.statistics
@@ -101,5 +109,10 @@ struct StatsResponse: ResponseEncodable {
         loadFailures = statistics.loadFailures
         failedWrites = statistics.failedWrites
         self.backendLoads = backendLoads
+        refreshes = statistics.refreshes
+        refreshFailures = statistics.refreshFailures
+        staleServedOnError = statistics.staleServedOnError
+        staleServedOnTimeout = statistics.staleServedOnTimeout
+        loadTimeouts = statistics.loadTimeouts
     }
 }

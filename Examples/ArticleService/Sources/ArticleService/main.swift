@@ -2,11 +2,13 @@
 //
 //   GET    /articles/:id   the article: from the cache, else from the backend (1 s) and cached
 //   DELETE /articles/:id   removes it from the cache (both tiers)
+//   POST   /backend/down   the backend fails every load from now on; /backend/up brings it back
 //   GET    /stats          the cache's hits and misses per tier, and its loads, as JSON
 //
 // Environment: HOST (default 127.0.0.1), PORT (default 8080; 0 picks a free one), CACHE_DIR
 // (default: the cache named "article-service", in $XDG_CACHE_HOME, else ~/.cache), LOG_LEVEL
-// (default info). SIGTERM or SIGINT (Ctrl-C) shuts down gracefully.
+// (default info), ARTICLE_TTL (seconds an article is fresh, default 600). SIGTERM or SIGINT
+// (Ctrl-C) shuts down gracefully.
 
 import Foundation
 import HTTPTypes
@@ -53,16 +55,28 @@ do {
     exitWithError("cannot open the cache: \(error)")
 }
 
+guard let ttl = Int(environment["ARTICLE_TTL"] ?? "600"), (1...86_400).contains(ttl) else {
+    exitWithError("ARTICLE_TTL must be a number of seconds from 1 to 86400")
+}
+// An article is fresh for ARTICLE_TTL seconds. A request for one older than half that gets it at
+// once while the backend reloads it in the background (refreshAfter); past its expiry it is kept
+// an hour more and served when the backend fails (staleIfError) or has not answered within 250 ms
+// (timeout); nobody waits more than 5 s (hardTimeout).
+let freshness = Freshness(
+    refreshAfter: .seconds(ttl) / 2, staleIfError: .seconds(3_600), timeout: .milliseconds(250),
+    hardTimeout: .seconds(5))
+
 let backend = SlowBackend(delay: .seconds(1))
 let router = Router(context: ArticleRequestContext.self)
 router.add(middleware: LogRequestsMiddleware(.debug))
 
-// Get-or-load: the cached article, else the backend's, cached for an hour. Concurrent requests
-// for one id wait on one backend call. The headers say whether this request made that call.
+// Get-or-load: the cached article, else the backend's, with the freshness options above.
+// Concurrent requests for one id wait on one backend call. The headers say whether this request
+// made that call.
 router.get("articles/:id") { _, context -> EditedResponse<Article> in
     let id = try articleID(in: context)
     let loader = LoaderRun()
-    let article = try await cache.value(forKey: id, expiresAfter: .seconds(3_600)) {
+    let article = try await cache.value(forKey: id, expiresAfter: .seconds(ttl), freshness: freshness) {
         loader.mark()
         return try await backend.article(id: id)
     }
@@ -73,6 +87,15 @@ router.get("articles/:id") { _, context -> EditedResponse<Article> in
 
 router.delete("articles/:id") { _, context -> HTTPResponse.Status in
     cache.removeValue(forKey: try articleID(in: context))
+    return .noContent
+}
+
+router.post("backend/:state") { _, context -> HTTPResponse.Status in
+    switch context.parameters.get("state") {
+    case "down": await backend.setUp(false)
+    case "up": await backend.setUp(true)
+    default: return .notFound
+    }
     return .noContent
 }
 
