@@ -47,6 +47,9 @@ struct SuiteReport: Sendable {
     var rows: [ResultRow]
     /// Tables printed after the main one.
     var extraTables: [ExtraTable] = []
+    /// Rows of the JSON output that the main table leaves out (one of ``extraTables`` shows them):
+    /// the tiered suite's loading section.
+    var extraRows: [ResultRow] = []
 }
 
 /// One system's result on one workload: a row of the table and an element of the JSON
@@ -108,6 +111,23 @@ struct ResultRow: Codable, Sendable {
     var referenceHitRatio: Double?
     /// Lookups of keys that should have been present but were not, over all repeats.
     var misses: Int?
+    /// Tiered suite's loading rows: the 99.9th percentile of the time per call.
+    var p999Nanoseconds: Double?
+    /// Tiered suite's loading rows: get-or-load calls made, and the share that returned a value
+    /// rather than throwing (0–1).
+    var calls: Int?
+    var answeredRatio: Double?
+    /// Tiered suite's loading rows: the cache's counts over the row's span (`CacheStatistics`):
+    /// loader runs, those that threw, background refreshes that stored a value and that threw,
+    /// stale values served because the loader threw or was too slow, waits that ended with
+    /// `CacheError.loadTimedOut`.
+    var loads: Int?
+    var loadFailures: Int?
+    var refreshes: Int?
+    var refreshFailures: Int?
+    var staleServedOnError: Int?
+    var staleServedOnTimeout: Int?
+    var loadTimeouts: Int?
 
     /// Whether this is the row others are compared with: LMDBCache in its default configuration.
     var isReference: Bool { system == "LMDBCache" && variant == nil }

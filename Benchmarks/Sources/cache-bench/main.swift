@@ -149,7 +149,9 @@ print("total time: \(format(seconds, decimals: 1)) s")
 
 if let path = options.jsonPath {
     do {
-        try writeJSON(RunReport(machine: machine, seed: options.seed, results: reports.flatMap(\.rows)), to: path)
+        try writeJSON(
+            RunReport(machine: machine, seed: options.seed, results: reports.flatMap { $0.rows + $0.extraRows }),
+            to: path)
         print("results written to \(path)")
     } catch {
         FileHandle.standardError.write(Data("cache-bench: could not write \(path): \(error)\n".utf8))

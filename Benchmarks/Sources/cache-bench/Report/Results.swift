@@ -172,8 +172,12 @@ struct ExtraTable: Sendable {
     var header: [String]
     var rightAligned: Set<Int>
     var rows: [[String]]
+    /// Indices of rows the text table puts a blank line before.
+    var groupStarts: Set<Int> = []
 
-    var text: String { TextTable(header: header, rightAligned: rightAligned, rows: rows).render() }
+    var text: String {
+        TextTable(header: header, rightAligned: rightAligned, rows: rows, groupStarts: groupStarts).render()
+    }
 
     var markdown: String { markdownTable(header: header, rightAligned: rightAligned, rows: rows) }
 }

@@ -6,7 +6,9 @@ import Synchronization
 // The tiered suite: the two-tier Cache as a service uses it. 90% of operations are get-or-load
 // (`value(forKey:load:)`), 10% are inserts, keys drawn Zipf(0.99) from a key space ten times the
 // memory tier, so the memory tier serves the hot keys, the disk most of the rest, and the loader
-// (standing for the service's database) the keys never seen.
+// (standing for the service's database) the keys never seen. Then the section "Loading against a
+// slow or failing backend" (TieredLoading.swift): get-or-load with and without Freshness in front
+// of a simulated origin that is slow, has a tail, or goes down.
 
 struct TieredSuite: Suite {
     let name = "tiered"
@@ -72,6 +74,7 @@ struct TieredSuite: Suite {
                     + "p99 \(formatNanoseconds(row.p99Nanoseconds))")
             rows.append(row)
         }
+        let loading = try TieredLoadingSection(quick: options.quick).run(options: options, log: log)
         return SuiteReport(
             suite: name,
             parameters: [
@@ -88,7 +91,7 @@ struct TieredSuite: Suite {
                 ),
                 ("mix", "90% value(forKey:load:) (get-or-load), 10% insert of a \(valueSize) B value"),
                 ("loader", "returns a \(valueSize) B value at once (no simulated backend latency)"),
-            ],
+            ] + loading.parameters,
             notes: [
                 "ops/s: median over the runs of all threads' operations over the span from first start to last end; "
                     + "min-max: the runs' range. Hit ratios are over all runs.",
@@ -97,8 +100,8 @@ struct TieredSuite: Suite {
                 "p50/p99: each operation timed on its own, over all threads; a load stores its value in both tiers "
                     + "(the disk write is queued, not waited for).",
                 "Threads are Swift tasks on the cooperative pool, each awaiting its operations in turn.",
-            ],
-            rows: rows)
+            ] + loading.notes,
+            rows: rows, extraTables: [loading.table], extraRows: loading.rows)
     }
 
     /// Runs each thread's plan as a task, all started together; returns the timings, with the
