@@ -34,7 +34,7 @@ extension Cache {
         let freshness = freshness ?? configuration.freshness
         let request = BulkRequest(expiresAfter: expiresAfter, staleFor: freshness.staleIfError, load: load)
         var values: [Key: Value] = [:]
-        var stale: [Key: Value] = [:]
+        var stale: [Key: StoredValue<Value>] = [:]
         var pending: [Key] = []
         var due: [Key] = []
         var seen = Set<Key>()
@@ -47,7 +47,7 @@ extension Cache {
                     }
                     continue
                 }
-                if freshness.staleIfError != nil { stale[key] = found.value }
+                if freshness.staleIfError != nil { stale[key] = found }
             }
             pending.append(key)
         }
@@ -72,15 +72,17 @@ extension Cache {
             }
         }
         var failure: (any Error)?
+        var servedStale: [Key] = []
+        let now = memory.now
         for key in pending {
             switch results[key] {
             case .success(let value):
                 values[key] = value
             case .failure(let error):
                 if case CacheError.notFound = error { continue }  // left out by the loader: absent
-                if let value = stale[key] {
-                    countStaleServed(.error)
-                    values[key] = value
+                if let entry = stale[key], now < entry.staleUntil {
+                    values[key] = entry.value
+                    servedStale.append(key)
                 } else if failure == nil {
                     failure = error
                 }
@@ -89,6 +91,7 @@ extension Cache {
             }
         }
         if let failure { throw failure }
+        for _ in servedStale { countStaleServed(.error) }
         return values
     }
 
@@ -118,11 +121,15 @@ extension Cache {
             var results: [Key: Result<Value, any Error>] = [:]
             for key in keys {
                 if let value = loaded[key] {
-                    store(value, forKey: key, cost: nil, expiresAfter: request.expiresAfter, staleFor: request.staleFor)
+                    let stored = store(
+                        value, forKey: key, cost: nil, expiresAfter: request.expiresAfter,
+                        staleFor: request.staleFor, fromLoad: true)
                     results[key] = .success(value)
+                    if refresh && stored { countRefresh(succeeded: true) }
+                } else if refresh {
+                    // A key left out keeps its old value when refreshing: that refresh failed.
+                    countRefresh(succeeded: false)
                 }
-                // A key left out keeps its old value when refreshing: that refresh failed.
-                if refresh { countRefresh(succeeded: loaded[key] != nil) }
             }
             return results
         } catch {

@@ -62,7 +62,7 @@ extension Cache {
         if isClosedForLoading { throw CacheError.closed }
         let freshness = freshness ?? configuration.freshness
         let request = LoadRequest(cost: cost, expiresAfter: expiresAfter, staleFor: freshness.staleIfError, load: load)
-        var stale: Value?
+        var stale: StoredValue<Value>?
         if policy != .reloadIgnoringCache, let found = entryForLoad(forKey: key) {
             if !found.isStale {
                 if policy == .useCacheElseLoad, let refreshAfter = freshness.refreshAfter,
@@ -72,7 +72,7 @@ extension Cache {
                 }
                 return found.value
             }
-            if freshness.staleIfError != nil { stale = found.value }
+            if freshness.staleIfError != nil { stale = found }
         }
         if policy == .cacheOnly { throw CacheError.notFound(key: "\(key)") }
         return try await wait(forKey: key, stale: stale, freshness: freshness) { [self] in
@@ -80,7 +80,7 @@ extension Cache {
             // in the cache: look once more rather than load twice. The caller's miss is counted
             // already, so this look is not.
             if policy == .useCacheElseLoad, let value = uncountedValue(forKey: key) { return .success(value) }
-            return await run(request, forKey: key)
+            return await run(request, forKey: key).result
         }
     }
 
@@ -96,7 +96,7 @@ extension Cache {
     /// The entry a get-or-load finds: live from memory, else from disk; else a stale one (past
     /// its expiry, kept for ``Freshness/staleIfError``), from memory before disk. Counted as a
     /// lookup (a stale entry is a miss).
-    func entryForLoad(forKey key: Key) -> (value: Value, stored: UInt64, isStale: Bool)? {
+    func entryForLoad(forKey key: Key) -> StoredValue<Value>? {
         let (entry, generation) = memory.lookUpEntry(key)
         if let entry, !entry.isStale { return entry }
         // Memory missed, or holds only a stale copy: the disk may hold a live value (written by
@@ -112,37 +112,51 @@ extension Cache {
         return now > stored && now - stored >= after.milliseconds
     }
 
-    /// Starts a background reload of `key` unless a load for it is under way.
+    /// Starts a background reload of `key` unless a load for it is under way. Counted as a
+    /// refresh when it stores a value, as a failed one when the loader throws (a value it may not
+    /// store, or a write to the key since it started, count as neither).
     func refresh(_ key: Key, _ request: LoadRequest) {
         loads.start(forKey: key) { [self] in
-            let result = await run(request, forKey: key)
-            if case .success = result { countRefresh(succeeded: true) } else { countRefresh(succeeded: false) }
+            let (result, stored) = await run(request, forKey: key)
+            switch result {
+            case .success: if stored { countRefresh(succeeded: true) }
+            case .failure: countRefresh(succeeded: false)
+            }
             return result
         }
     }
 
-    /// Runs the loader once, storing its value as its context says.
-    func run(_ request: LoadRequest, forKey key: Key) async -> Result<Value, any Error> {
+    /// Runs the loader once, storing its value as its context says unless the key was written or
+    /// removed since the load started. Returns the loader's result and whether it was stored.
+    func run(_ request: LoadRequest, forKey key: Key) async -> (result: Result<Value, any Error>, stored: Bool) {
         countLoad()
         let context = LoadContext(expiresAfter: request.expiresAfter, cost: request.cost)
         do {
             let value = try await request.load(context)
-            if context.isCacheable {
-                store(
+            let stored =
+                context.isCacheable
+                && store(
                     value, forKey: key, cost: context.cost, expiresAfter: context.expiresAfter,
-                    staleFor: request.staleFor)
-            }
-            return .success(value)
+                    staleFor: request.staleFor, fromLoad: true)
+            return (.success(value), stored)
         } catch {
             countLoadFailure(error)
-            return .failure(error)
+            return (.failure(error), false)
         }
+    }
+
+    /// `stale`'s value while its window lasts (``Freshness/staleIfError``), counted as served
+    /// for `reason`; nil once the window has ended, even if the entry is not trimmed yet.
+    func serve(_ stale: StoredValue<Value>?, _ reason: StaleReason) -> Value? {
+        guard let stale, memory.now < stale.staleUntil else { return nil }
+        countStaleServed(reason)
+        return stale.value
     }
 
     /// The result of `key`'s load (joining one under way), with `stale` served when the loader
     /// throws or is slower than the timeouts allow.
     func wait(
-        forKey key: Key, stale: Value?, freshness: Freshness,
+        forKey key: Key, stale: StoredValue<Value>?, freshness: Freshness,
         run: @escaping @Sendable () async -> Result<Value, any Error>
     ) async throws -> Value {
         let soft = stale == nil ? nil : freshness.timeout
@@ -152,6 +166,9 @@ extension Cache {
             if soft == nil && hard == nil {
                 outcome = .loaded(try await loads.value(forKey: key, run: run))
             } else {
+                // The load starts here, not in the task that waits for it: a timer may end the
+                // wait before that task runs, and the load must go on all the same.
+                loads.start(forKey: key, run: run)
                 let clock = configuration.timeoutClock
                 outcome = try await withThrowingTaskGroup(of: LoadOutcome.self) { group in
                     group.addTask { .loaded(try await self.loads.value(forKey: key, run: run)) }
@@ -174,18 +191,14 @@ extension Cache {
             }
         } catch {
             // The loader failed; a caller that was cancelled gets its cancellation, not a value.
-            guard let stale, !Task.isCancelled else { throw error }
-            countStaleServed(.error)
-            return stale
+            guard !Task.isCancelled, let value = serve(stale, .error) else { throw error }
+            return value
         }
         switch outcome {
         case .loaded(let value):
             return value
         case .timedOut(let after):
-            if let stale {
-                countStaleServed(.timeout)
-                return stale
-            }
+            if let value = serve(stale, .timeout) { return value }
             countLoadTimeout()
             throw CacheError.loadTimedOut(key: "\(key)", after: after)
         }

@@ -13,7 +13,8 @@ extension Cache {
     /// ``value(forKey:)``); keys with none are absent from the result. Never loads.
     public func values(forKeys keys: some Sequence<Key>) -> [Key: Value] {
         var values: [Key: Value] = [:]
-        for key in keys where values[key] == nil {
+        var seen = Set<Key>()
+        for key in keys where seen.insert(key).inserted {
             if let value = value(forKey: key) { values[key] = value }
         }
         return values

@@ -142,7 +142,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// (`isStale`; a miss, not promoted).
     func diskEntry(
         forKey key: Key, generation: UInt64, counting: Bool, includingStale: Bool
-    ) -> (value: Value, stored: UInt64, isStale: Bool)? {
+    ) -> StoredValue<Value>? {
         guard let disk, !isClosed.value else { return nil }
         let bytes = key.cacheKeyBytes
         let entry: DiskCache.DiskEntry?
@@ -175,7 +175,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         }
         if entry.isStale {
             if counting { counters.diskMiss() }
-            return (decoded, entry.created, true)
+            return StoredValue(value: decoded, stored: entry.created, staleUntil: entry.staleUntil)
         }
         if counting { counters.diskHit() }
         // Promoted only if no write to the key's shard came since the miss, so a value read from
@@ -186,7 +186,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             decoded, forKey: key, cost: configuration.memory.weigher?(decoded) ?? entry.value.count,
             expires: lifetime.memoryExpires, servedUntil: lifetime.memoryServedUntil, stored: entry.created,
             now: memory.now, ifGeneration: generation)
-        return (decoded, entry.created, false)
+        return StoredValue(value: decoded, stored: entry.created, staleUntil: 0)
     }
 
     /// Stores `value` under `key` in both tiers, replacing any value there.
@@ -205,18 +205,35 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// ``insert(_:forKey:cost:expiresAfter:)``, keeping the value `staleFor` past its expiry in
     /// both tiers, to be served stale (``Freshness/staleIfError``).
-    func store(_ value: Value, forKey key: Key, cost: Int?, expiresAfter: Duration?, staleFor: Duration?) {
+    ///
+    /// A load's result (`fromLoad`) is stored only if the key was not written or removed since
+    /// the load started (``LoadCoalescer/supersede(_:)``): an older value never replaces a newer
+    /// write, nor brings back a removed entry. Any other store supersedes the key's load under
+    /// way. Returns whether the value was stored.
+    @discardableResult
+    func store(
+        _ value: Value, forKey key: Key, cost: Int?, expiresAfter: Duration?, staleFor: Duration?,
+        fromLoad: Bool = false
+    ) -> Bool {
         guard !isClosed.value else {
             record(CacheError.closed, "insert")
-            return
+            return false
         }
         guard let disk else {
-            let now = memory.now
-            let lifetime = Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
-            memory.insert(
-                value, forKey: key, cost: cost ?? configuration.memory.weigher?(value) ?? 0,
-                expires: lifetime.memoryExpires, servedUntil: lifetime.memoryServedUntil, now: now)
-            return
+            let cost = cost ?? configuration.memory.weigher?(value) ?? 0
+            var stored = false
+            let (removed, report) = writeLocks.withLock(for: key) { () -> (RemovedEntries<Key, Value>, ShardReport?) in
+                if fromLoad && loads.isSuperseded(key) { return (RemovedEntries(), nil) }
+                stored = true
+                if !fromLoad { loads.supersede(key) }
+                let now = memory.now
+                let lifetime = Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
+                return memory.insertDeferringRemovals(
+                    value, forKey: key, cost: cost, expires: lifetime.memoryExpires,
+                    servedUntil: lifetime.memoryServedUntil, now: now)
+            }
+            memory.finish(removed, report)
+            return stored
         }
         let bytes = key.cacheKeyBytes
         let replacesDiskOnly =
@@ -245,7 +262,11 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         }
         let memoryCost = cost ?? configuration.memory.weigher?(value) ?? encodedCount
         var diskReplaced = false
-        let (removed, report) = writeLocks.withLock(for: key) {
+        var stored = false
+        let (removed, report) = writeLocks.withLock(for: key) { () -> (RemovedEntries<Key, Value>, ShardReport?) in
+            if fromLoad && loads.isSuperseded(key) { return (RemovedEntries(), nil) }
+            stored = true
+            if !fromLoad { loads.supersede(key) }
             do {
                 guard let prepared else { throw diskFailure ?? CacheError.closed }
                 try disk.enqueue(prepared)
@@ -262,9 +283,10 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                 value, forKey: key, cost: memoryCost, expires: lifetime.memoryExpires,
                 servedUntil: lifetime.memoryServedUntil, now: now)
         }
-        if let diskFailure { record(diskFailure, "insert") }
+        if stored, let diskFailure { record(diskFailure, "insert") }
         if diskReplaced { listener?(CacheRemoval(key: key, value: nil, reason: .replaced, tier: .disk)) }
         memory.finish(removed, report)
+        return stored
     }
 
     /// The live value for `key` on get; on set, inserts with the default cost and no expiry, or
@@ -279,13 +301,18 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// Removes the entry for `key` from both tiers.
     public func removeValue(forKey key: Key) {
         guard let disk, !isClosed.value else {
-            memory.removeValue(forKey: key)
+            let (_, removed, report) = writeLocks.withLock(for: key) {
+                loads.supersede(key)
+                return memory.removeValueDeferringRemovals(forKey: key)
+            }
+            memory.finish(removed, report)
             return
         }
         let bytes = key.cacheKeyBytes
         let onDiskOnly = listener != nil && !memory.contains(key) && (try? disk.containsData(forKey: bytes)) == true
         var diskFailure: (any Error)?
         let (_, removed, report) = writeLocks.withLock(for: key) {
+            loads.supersede(key)
             do { try disk.removeData(forKey: bytes) } catch { diskFailure = error }
             return memory.removeValueDeferringRemovals(forKey: key)
         }
@@ -306,6 +333,9 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Removes every entry from both tiers. The listener hears of the memory tier's entries.
     public func removeAll() {
+        // Loads under way started before this: their results must not come back afterwards. Under
+        // every key's lock, so no load is between its check and its store.
+        writeLocks.withAllLocks { loads.supersedeAll() }
         if let disk {
             do { try disk.removeAll() } catch { record(error, "remove all") }
         }

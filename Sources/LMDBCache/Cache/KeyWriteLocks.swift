@@ -31,4 +31,11 @@ final class KeyWriteLocks: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
+
+    /// Runs `body` holding every stripe (taken in order, so two callers cannot deadlock).
+    func withAllLocks<T>(_ body: () throws -> T) rethrows -> T {
+        for stripe in 0..<Self.stripeCount { pthread_mutex_lock(mutexes + stripe) }
+        defer { for stripe in (0..<Self.stripeCount).reversed() { pthread_mutex_unlock(mutexes + stripe) } }
+        return try body()
+    }
 }

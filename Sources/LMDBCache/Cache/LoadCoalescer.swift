@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Runs one load per key at a time and hands its result to every caller waiting for that key.
 ///
 /// The load runs in a task of its own, so a waiter's cancellation ends only that waiter's wait
@@ -6,12 +8,22 @@
 final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private typealias Waiter = CheckedContinuation<Value, any Error>
 
+    /// One run under way for a key.
+    private struct Flight {
+        var waiters: [UInt64: Waiter] = [:]
+        /// Set when the key was written or removed after the run started: its result is older
+        /// than what the cache holds, and must not be stored (see ``supersede(_:)``).
+        var isSuperseded = false
+    }
+
     private struct State {
         var nextWaiter: UInt64 = 0
-        var flights: [Key: [UInt64: Waiter]] = [:]
+        var flights: [Key: Flight] = [:]
     }
 
     private let state = Locked(State())
+    /// `state.flights.count`, readable without the lock: a write checks it on every call.
+    private let flightCount = Atomic<Int>(0)
 
     /// The result of `run` for `key`, run now unless a run for `key` is already under way.
     func value(forKey key: Key, run: @escaping @Sendable () async -> Result<Value, any Error>) async throws -> Value {
@@ -26,10 +38,11 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 let outcome = state.withLock { state -> (start: Bool, cancelled: Bool) in
                     if Task.isCancelled { return (false, true) }
                     if state.flights[key] != nil {
-                        state.flights[key]![id] = waiter
+                        state.flights[key]!.waiters[id] = waiter
                         return (false, false)
                     }
-                    state.flights[key] = [id: waiter]
+                    state.flights[key] = Flight(waiters: [id: waiter])
+                    flightCount.add(1, ordering: .sequentiallyConsistent)
                     return (true, false)
                 }
                 if outcome.cancelled {
@@ -39,7 +52,7 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 }
             }
         } onCancel: {
-            let waiter = state.withLock { $0.flights[key]?.removeValue(forKey: id) }
+            let waiter = state.withLock { $0.flights[key]?.waiters.removeValue(forKey: id) }
             waiter?.resume(throwing: CancellationError())
         }
     }
@@ -50,7 +63,8 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func start(forKey key: Key, run: @escaping @Sendable () async -> Result<Value, any Error>) -> Bool {
         let start = state.withLock { state in
             guard state.flights[key] == nil else { return false }
-            state.flights[key] = [:]
+            state.flights[key] = Flight()
+            flightCount.add(1, ordering: .sequentiallyConsistent)
             return true
         }
         if start { Task { self.finish(key, with: await run()) } }
@@ -68,7 +82,8 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let claimed = state.withLock { state in
             keys.filter { key in
                 guard state.flights[key] == nil else { return false }
-                state.flights[key] = [:]
+                state.flights[key] = Flight()
+                flightCount.add(1, ordering: .sequentiallyConsistent)
                 return true
             }
         }
@@ -87,13 +102,41 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         state.withLock { $0.flights[key] != nil }
     }
 
+    /// Marks the run under way for `key`, if any, as superseded: the key was written or removed
+    /// since it started. The cache calls it under the key's write lock after each write, and a
+    /// run checks ``isSuperseded(_:)`` under the same lock before it stores, so a run that
+    /// started before a write never stores over it. Costs one atomic load when nothing runs.
+    func supersede(_ key: Key) {
+        guard flightCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
+        state.withLock { state in
+            if state.flights[key] != nil { state.flights[key]!.isSuperseded = true }
+        }
+    }
+
+    /// ``supersede(_:)`` for every run under way (a removal of everything).
+    func supersedeAll() {
+        guard flightCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
+        state.withLock { state in
+            for key in state.flights.keys { state.flights[key]!.isSuperseded = true }
+        }
+    }
+
+    /// True when the run under way for `key` was superseded.
+    func isSuperseded(_ key: Key) -> Bool {
+        state.withLock { $0.flights[key]?.isSuperseded ?? false }
+    }
+
     /// Callers waiting for `key`'s load (tests wait for them to gather).
     func waiterCount(forKey key: Key) -> Int {
-        state.withLock { $0.flights[key]?.count ?? 0 }
+        state.withLock { $0.flights[key]?.waiters.count ?? 0 }
     }
 
     private func finish(_ key: Key, with result: Result<Value, any Error>) {
-        let waiters = state.withLock { $0.flights.removeValue(forKey: key) } ?? [:]
-        for waiter in waiters.values { waiter.resume(with: result) }
+        let flight = state.withLock { state in
+            let flight = state.flights.removeValue(forKey: key)
+            if flight != nil { flightCount.subtract(1, ordering: .sequentiallyConsistent) }
+            return flight
+        }
+        for waiter in flight?.waiters.values ?? [:].values { waiter.resume(with: result) }
     }
 }

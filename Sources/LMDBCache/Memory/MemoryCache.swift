@@ -195,7 +195,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// ``lookUp(_:counting:)`` that also returns when the value was stored, and an entry kept
     /// past the time it is served until (`isStale`, counted as a miss), for a load that may
     /// serve it.
-    func lookUpEntry(_ key: Key) -> (entry: (value: Value, stored: UInt64, isStale: Bool)?, generation: UInt64) {
+    func lookUpEntry(_ key: Key) -> (entry: StoredValue<Value>?, generation: UInt64) {
         let hash = key.hashValue
         let now = clock.milliseconds
         var removed = RemovedEntries<Key, Value>()
@@ -230,7 +230,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
     }
 
-    /// Removes the entry for `key`; returns its value, if there was one.
+    /// Removes the entry for `key`; returns its value if it was live (not expired, idle past the
+    /// age limit, or kept only to be served stale).
     @discardableResult
     @inlinable
     public func removeValue(forKey key: Key) -> Value? {
@@ -244,9 +245,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @inlinable
     func removeValueDeferringRemovals(forKey key: Key) -> (Value?, RemovedEntries<Key, Value>, ShardReport?) {
         let hash = key.hashValue
+        let now = clock.milliseconds
         var removed = RemovedEntries<Key, Value>()
         let (value, report) = shards.withLock(at: shardIndex(hash)) { shard in
-            let value = shard.removeValue(forKey: key, tag: SlotTable.tag(hash), removed: &removed)
+            let value = shard.removeValue(forKey: key, tag: SlotTable.tag(hash), now: now, removed: &removed)
             return (value, metrics == nil ? nil : shard.takeReport(force: false))
         }
         return (value, removed, report)

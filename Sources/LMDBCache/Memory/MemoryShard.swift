@@ -159,13 +159,13 @@ struct MemoryShard<Key: Hashable, Value> {
     }
 
     /// ``value(forKey:tag:now:removed:counting:)`` that also returns when the value was stored and,
-    /// with `stale`, an entry kept past the time it is served until (flagged `isStale`; a miss,
-    /// not a use: its place in the lists stays).
+    /// with `stale`, an entry kept past the time it is served until (flagged `isStale`, with the
+    /// time it is gone; a miss, not a use: its place in the lists stays).
     @inlinable
     mutating func entry(
         forKey key: Key, tag: UInt32, now: UInt64, removed: inout RemovedEntries<Key, Value>, counting: Bool,
         stale: Bool
-    ) -> (value: Value, stored: UInt64, isStale: Bool)? {
+    ) -> StoredValue<Value>? {
         let counted = counting ? 1 : 0
         statistics.unreported += counted
         if isAdaptive && counting { sketch.increment(tag) }
@@ -194,13 +194,14 @@ struct MemoryShard<Key: Hashable, Value> {
                 if counting { sampleLookup(hit: false) }
                 lastMissTag = tag
             }
-            return stale ? (nodes[i].value!, nodes[i].stored, true) : nil
+            return stale
+                ? StoredValue(value: nodes[i].value!, stored: nodes[i].stored, staleUntil: nodes[i].expires) : nil
         }
         nodes[i].accessed = now
         markUsed(index)
         statistics.hits += counted
         if isAdaptive && counting { sampleLookup(hit: true) }
-        return (nodes[i].value!, nodes[i].stored, false)
+        return StoredValue(value: nodes[i].value!, stored: nodes[i].stored, staleUntil: 0)
     }
 
     /// When the live entry for `key` was stored and when it expires (0: never); nil when there
@@ -317,15 +318,19 @@ struct MemoryShard<Key: Hashable, Value> {
         }
     }
 
-    /// Removes the entry for `key`, returning its value.
+    /// Removes the entry for `key`, returning its value if it was live (one expired, idle past
+    /// the age limit, or kept only to be served stale is removed all the same, and not returned).
     @inlinable
-    mutating func removeValue(forKey key: Key, tag: UInt32, removed: inout RemovedEntries<Key, Value>) -> Value? {
+    mutating func removeValue(
+        forKey key: Key, tag: UInt32, now: UInt64, removed: inout RemovedEntries<Key, Value>
+    ) -> Value? {
         statistics.unreported += 1
         generation &+= 1
         guard let index = find(key, tag: tag) else { return nil }
+        let served = isServed(Int(index), now: now)
         let entry = remove(index, reason: .explicit)
         removed.append(entry)
-        return entry.value
+        return served ? entry.value : nil
     }
 
     /// Removes every entry and releases the shard's storage (the adaptive policy's state stays).
@@ -385,5 +390,25 @@ struct MemoryShard<Key: Hashable, Value> {
         firstFree = index
         statistics.removals[reason.index] += 1
         return entry
+    }
+}
+
+/// A value a get-or-load found, with when it was stored and, for one kept past its expiry to be
+/// served stale (``Freshness/staleIfError``), when it is gone.
+@usableFromInline
+struct StoredValue<Value> {
+    @usableFromInline var value: Value
+    /// Milliseconds since 1970 of the write that stored it.
+    @usableFromInline var stored: UInt64
+    /// For a value past its expiry: when it is gone (milliseconds since 1970); else 0.
+    @usableFromInline var staleUntil: UInt64
+    /// Past its expiry: never returned by plain lookups.
+    @usableFromInline var isStale: Bool { staleUntil != 0 }
+
+    @inlinable
+    init(value: Value, stored: UInt64, staleUntil: UInt64) {
+        self.value = value
+        self.stored = stored
+        self.staleUntil = staleUntil
     }
 }

@@ -52,7 +52,7 @@ struct AdaptiveInvariantTests {
                     if read != step { note = "read \(read as Any) right after inserting \(step)" }
                 }
             case 4:
-                _ = shard.removeValue(forKey: key, tag: tag(key), removed: &removed)
+                _ = shard.removeValue(forKey: key, tag: tag(key), now: now, removed: &removed)
             case 5 where random.next() % 50 == 0:
                 shard.trim(
                     count: Int(random.next() % 80), cost: Int(random.next() % 2_000), accessedBefore: now - 200,
@@ -91,7 +91,7 @@ struct AdaptiveInvariantTests {
             shard.insert(key, forKey: key, tag: UInt32(key), cost: 1, expires: 0, now: 0, removed: &removed)
         }
         _ = shard.value(forKey: 2, tag: 2, now: 0, removed: &removed)  // into protected
-        _ = shard.removeValue(forKey: 5, tag: 5, removed: &removed)  // a free node
+        _ = shard.removeValue(forKey: 5, tag: 5, now: 0, removed: &removed)  // a free node
         #expect(ShardInvariants.problems(shard).isEmpty)
 
         var damaged = shard

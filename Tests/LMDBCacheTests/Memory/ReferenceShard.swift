@@ -221,10 +221,12 @@ struct ReferenceShard {
         enforceLimits(now: now)
     }
 
-    mutating func removeValue(forKey key: Int) -> Int? {
+    /// Removes the entry; its value only if it was live (an expired or idle one goes unreturned).
+    mutating func removeValue(forKey key: Int, now: UInt64) -> Int? {
         guard let entry = entries[key] else { return nil }
+        let live = contains(key, now: now)
         drop(key, .explicit)
-        return entry.value
+        return live ? entry.value : nil
     }
 
     /// Everything goes, as explicit removals, probation's oldest first, then protected's, then the

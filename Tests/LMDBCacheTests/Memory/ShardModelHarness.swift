@@ -106,8 +106,8 @@ struct ShardModelHarness {
 
     mutating func remove(_ key: Int) {
         var removed = RemovedEntries<Int, Int>()
-        let got = shard.removeValue(forKey: key, tag: tag(key), removed: &removed)
-        let expected = model.removeValue(forKey: key)
+        let got = shard.removeValue(forKey: key, tag: tag(key), now: now, removed: &removed)
+        let expected = model.removeValue(forKey: key, now: now)
         finish(.remove(key), removed, result: (got, expected))
     }
 
