@@ -79,7 +79,7 @@ extension MemoryShard {
             return
         }
         let list = self[list: segment]
-        if index == list.newest || Int(moves &- nodes[i].moved) < list.count >> 3 { return }
+        if index == list.newest || Int(nodes[i].movesSince(moves)) < list.count >> 3 { return }
         unlink(index, from: segment)
         pushNewest(index, in: segment)
     }

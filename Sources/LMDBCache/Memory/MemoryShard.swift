@@ -24,33 +24,59 @@ struct MemoryShard<Key: Hashable, Value> {
         @usableFromInline var accessed: UInt64
         /// Milliseconds since 1970 after which the entry is gone; 0 for never.
         @usableFromInline var expires: UInt64
-        /// Milliseconds since 1970 after which lookups no longer return the entry, though it is
-        /// kept until ``expires`` for a load that may serve it stale (the two-tier cache's
-        /// `staleIfError`); 0: served until ``expires``.
-        @usableFromInline var servedUntil: UInt64
         /// Milliseconds since 1970 of the write that stored the value (for `refreshAfter`).
         @usableFromInline var stored: UInt64
         @usableFromInline var tag: UInt32
-        /// The shard's ``moves`` when the node last became the most recently used of its list.
-        @usableFromInline var moved: UInt32
-        /// The list the node is in.
-        @usableFromInline var segment: Segment
+        /// Bits 0..<29: ``moved``; bits 29 and 30: ``segment``; bit 31: ``hasServedUntil``.
+        /// Packed so that a node with a `String` key and an array value takes 64 bytes.
+        @usableFromInline var state: UInt32
 
         @inlinable
-        init(
-            key: Key, value: Value, cost: Int, accessed: UInt64, expires: UInt64, servedUntil: UInt64, stored: UInt64,
-            tag: UInt32
-        ) {
+        init(key: Key, value: Value, cost: Int, accessed: UInt64, expires: UInt64, stored: UInt64, tag: UInt32) {
             self.key = key
             self.value = value
             self.cost = cost
             self.accessed = accessed
             self.expires = expires
-            self.servedUntil = servedUntil
             self.stored = stored
             self.tag = tag
-            moved = 0
-            segment = .window
+            state = 0  // moved 0, in the window, no served-until time
+        }
+
+        /// The bits of ``state`` that hold ``moved``.
+        @inlinable static var movedMask: UInt32 { (1 << 29) - 1 }
+
+        /// The low 29 bits of the shard's ``MemoryShard/moves`` when the node last became the
+        /// most recently used of its list (compare with ``movesSince(_:)``).
+        @inlinable var moved: UInt32 {
+            get { state & Self.movedMask }
+            set { state = (state & ~Self.movedMask) | (newValue & Self.movedMask) }
+        }
+
+        /// Moves made in the shard since this node was last made the newest of its list, given
+        /// the shard's count now (modulo 2^29).
+        @inlinable func movesSince(_ moves: UInt32) -> UInt32 {
+            (moves &- state) & Self.movedMask
+        }
+
+        /// The list the node is in.
+        @inlinable var segment: Segment {
+            get {
+                switch (state >> 29) & 3 {
+                case 0: return .window
+                case 1: return .probation
+                default: return .protected
+                }
+            }
+            set { state = (state & ~(3 << 29)) | (UInt32(newValue.rawValue & 3) << 29) }
+        }
+
+        /// True when the shard's ``MemoryShard/servedUntil`` holds a time for this node: the
+        /// entry is kept past the time lookups stop returning it (the two-tier cache's
+        /// `staleIfError`).
+        @inlinable var hasServedUntil: Bool {
+            get { state & (1 << 31) != 0 }
+            set { state = newValue ? state | (1 << 31) : state & ~(1 << 31) }
         }
     }
 
@@ -94,6 +120,11 @@ struct MemoryShard<Key: Hashable, Value> {
     /// Counts moves to the most recently used end of a list (wrapping), to tell how recently a
     /// node moved.
     @usableFromInline var moves: UInt32 = 0
+    /// For each node kept past the time lookups stop returning it (the two-tier cache's
+    /// `staleIfError`; flagged ``Node/hasServedUntil``): that time, in milliseconds since 1970.
+    /// The node's ``Node/expires`` is when it is gone. Few entries have one, so they live here
+    /// rather than in every node.
+    @usableFromInline var servedUntil: [Int32: UInt64] = [:]
 
     /// True under `.adaptive` with a count or cost limit: the shard admits by frequency.
     @usableFromInline let isAdaptive: Bool
@@ -188,7 +219,7 @@ struct MemoryShard<Key: Hashable, Value> {
             }
             return nil
         }
-        if nodes[i].servedUntil != 0, now >= nodes[i].servedUntil {
+        if nodes[i].hasServedUntil, now >= servedUntil[index] ?? 0 {
             statistics.misses += counted
             if isAdaptive {
                 if counting { sampleLookup(hit: false) }
@@ -210,14 +241,26 @@ struct MemoryShard<Key: Hashable, Value> {
     func metadata(forKey key: Key, tag: UInt32, now: UInt64) -> (stored: UInt64, expires: UInt64)? {
         guard let index = find(key, tag: tag), isServed(Int(index), now: now) else { return nil }
         let node = nodes[Int(index)]
-        return (node.stored, node.servedUntil != 0 ? node.servedUntil : node.expires)
+        return (node.stored, node.hasServedUntil ? servedUntil[index] ?? node.expires : node.expires)
     }
 
     /// Neither gone (expired, idle past the age limit) nor kept only to be served stale.
     @inlinable
     func isServed(_ i: Int, now: UInt64) -> Bool {
         staleness(expires: nodes[i].expires, accessed: nodes[i].accessed, now: now) == nil
-            && (nodes[i].servedUntil == 0 || now < nodes[i].servedUntil)
+            && (!nodes[i].hasServedUntil || now < servedUntil[Int32(i)] ?? 0)
+    }
+
+    /// Records when lookups stop returning the node at `index` (0: when it is gone).
+    @inlinable
+    mutating func setServedUntil(_ time: UInt64, at index: Int32) {
+        if time != 0 {
+            servedUntil[index] = time
+            nodes[Int(index)].hasServedUntil = true
+        } else if nodes[Int(index)].hasServedUntil {
+            servedUntil[index] = nil
+            nodes[Int(index)].hasServedUntil = false
+        }
     }
 
     /// True when a live entry is stored for `key`; not an access.
@@ -259,8 +302,8 @@ struct MemoryShard<Key: Hashable, Value> {
             nodes[i].cost = cost
             nodes[i].accessed = now
             nodes[i].expires = expires
-            nodes[i].servedUntil = servedUntil
             nodes[i].stored = stored ?? now
+            setServedUntil(servedUntil, at: index)
             if isAdaptive && change > 0 {
                 // A costlier value may make room by evicting: it starts over as the window's newest
                 // entry, which stays until the next insert (read your writes), and is judged again
@@ -277,8 +320,7 @@ struct MemoryShard<Key: Hashable, Value> {
             if change <= 0 && limits.age == nil && !hasExpiring && segmentsWithinBudgets { return }
         } else {
             let node = Node(
-                key: key, value: value, cost: cost, accessed: now, expires: expires, servedUntil: servedUntil,
-                stored: stored ?? now, tag: tag)
+                key: key, value: value, cost: cost, accessed: now, expires: expires, stored: stored ?? now, tag: tag)
             let index: Int32
             if firstFree >= 0 {
                 index = firstFree
@@ -291,6 +333,7 @@ struct MemoryShard<Key: Hashable, Value> {
             }
             table.insert(tag: tag, node: index)
             attach(index, to: .window)
+            if servedUntil != 0 { setServedUntil(servedUntil, at: index) }
             count += 1
             self.cost += Int128(cost)
             if limits.count == nil, count > sketch.capacity { sketch.ensureCapacity(count) }
@@ -348,6 +391,7 @@ struct MemoryShard<Key: Hashable, Value> {
         generation &+= 1
         nodes = []
         links = []
+        servedUntil = [:]
         table.removeAll()
         window = ListEnds()
         probation = ListEnds()
@@ -383,6 +427,7 @@ struct MemoryShard<Key: Hashable, Value> {
         let i = Int(index)
         detach(index)
         table.remove(tag: nodes[i].tag, node: index)
+        if nodes[i].hasServedUntil { setServedUntil(0, at: index) }
         let entry = (nodes[i].key.take()!, nodes[i].value.take()!, reason)
         count -= 1
         cost -= Int128(nodes[i].cost)

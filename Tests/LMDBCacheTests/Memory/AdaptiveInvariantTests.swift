@@ -44,8 +44,11 @@ struct AdaptiveInvariantTests {
             case 0..<4:
                 let cost = Int(random.next() % 120)
                 let expires = random.next() % 10 == 0 ? now + random.next() % 300 : 0
+                // Some expiring entries are kept past the time they stop being served (staleIfError).
+                let servedUntil = expires > now + 1 && random.next() % 2 == 0 ? now + (expires - now) / 2 : 0
                 shard.insert(
-                    step, forKey: key, tag: tag(key), cost: cost, expires: expires, now: now, removed: &removed)
+                    step, forKey: key, tag: tag(key), cost: cost, expires: expires, servedUntil: servedUntil, now: now,
+                    removed: &removed)
                 written[key] = step
                 if expires == 0, cost <= limits.cost ?? .max, (limits.count ?? 1) > 0 {
                     let read = shard.value(forKey: key, tag: tag(key), now: now, removed: &removed)
@@ -62,6 +65,14 @@ struct AdaptiveInvariantTests {
             case 7 where random.next() % 20 == 0:
                 shard.removeExpired(inSlots: 0..<shard.nodeSlots, now: now, idleBefore: now - 250, removed: &removed)
                 _ = shard.removeIdle(accessedBefore: now - 250, limit: 10, removed: &removed)
+            case 8:
+                var removedByStaleRead = RemovedEntries<Int, Int>()
+                let found = shard.entry(
+                    forKey: key, tag: tag(key), now: now, removed: &removedByStaleRead, counting: true, stale: true)
+                if let found, found.value != written[key] {
+                    note = "found \(found.value), last written \(written[key] as Any)"
+                }
+                removedByStaleRead.forEach { entry in written[entry.key] = nil }
             default:
                 let read = shard.value(forKey: key, tag: tag(key), now: now, removed: &removed)
                 if let read, read != written[key] { note = "read \(read), last written \(written[key] as Any)" }

@@ -159,6 +159,21 @@ enum ShardInvariants {
         if let limit = shard.limits.cost, shard.cost > Int128(limit) {
             problems.append("cost \(shard.cost) over the cost limit \(limit)")
         }
+
+        // The served-until table holds exactly the live nodes flagged for it, each before the
+        // node's end.
+        for (i, node) in nodes.enumerated() where node.key != nil {
+            let time = shard.servedUntil[Int32(i)]
+            if node.hasServedUntil != (time != nil) {
+                problems.append("node \(i): flagged \(node.hasServedUntil) but served-until time \(time as Any)")
+            }
+            if let time, node.expires != 0, time >= node.expires {
+                problems.append("node \(i): served until \(time), not before it is gone at \(node.expires)")
+            }
+        }
+        for index in shard.servedUntil.keys where Int(index) >= nodes.count || nodes[Int(index)].key == nil {
+            problems.append("a served-until time for node \(index), which holds no entry")
+        }
         return problems
     }
 }
