@@ -38,9 +38,9 @@ extension Cache {
         forKey key: Key, policy: LoadPolicy = .useCacheElseLoad, cost: Int? = nil, expiresAfter: Duration? = nil,
         freshness: Freshness? = nil, load: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
-        try await value(forKey: key, policy: policy, cost: cost, expiresAfter: expiresAfter, freshness: freshness) {
-            (_: LoadContext) in try await load()
-        }
+        try await value(
+            forKey: key, policy: policy, cost: cost, expiresAfter: expiresAfter, freshness: freshness,
+            loader: .plain(load))
     }
 
     /// ``value(forKey:policy:cost:expiresAfter:freshness:load:)-(_,_,_,_,_,()->Value)`` with a
@@ -58,6 +58,30 @@ extension Cache {
     public func value(
         forKey key: Key, policy: LoadPolicy = .useCacheElseLoad, cost: Int? = nil, expiresAfter: Duration? = nil,
         freshness: Freshness? = nil, load: @escaping @Sendable (LoadContext) async throws -> Value
+    ) async throws -> Value {
+        try await value(
+            forKey: key, policy: policy, cost: cost, expiresAfter: expiresAfter, freshness: freshness,
+            loader: .withContext(load))
+    }
+
+    /// A loader as the caller gave it: wrapping one kind in the other would allocate a closure on
+    /// every call, hits included.
+    enum Loader: Sendable {
+        case plain(@Sendable () async throws -> Value)
+        case withContext(@Sendable (LoadContext) async throws -> Value)
+
+        func load(_ context: LoadContext) async throws -> Value {
+            switch self {
+            case .plain(let load): return try await load()
+            case .withContext(let load): return try await load(context)
+            }
+        }
+    }
+
+    /// Both get-or-loads: a hit allocates nothing.
+    func value(
+        forKey key: Key, policy: LoadPolicy, cost: Int?, expiresAfter: Duration?, freshness: Freshness?,
+        loader load: Loader
     ) async throws -> Value {
         if isClosedForLoading { throw CacheError.closed }
         let freshness = freshness ?? configuration.freshness
@@ -90,7 +114,7 @@ extension Cache {
         var expiresAfter: Duration?
         /// ``Freshness/staleIfError`` of the call that started the load.
         var staleFor: Duration?
-        var load: @Sendable (LoadContext) async throws -> Value
+        var load: Loader
     }
 
     /// The entry a get-or-load finds: live from memory, else from disk; else a stale one (past
@@ -132,7 +156,7 @@ extension Cache {
         countLoad()
         let context = LoadContext(expiresAfter: request.expiresAfter, cost: request.cost)
         do {
-            let value = try await request.load(context)
+            let value = try await request.load.load(context)
             let stored =
                 context.isCacheable
                 && store(
