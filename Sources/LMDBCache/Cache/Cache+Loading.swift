@@ -38,7 +38,13 @@ extension Cache {
         forKey key: Key, policy: LoadPolicy = .useCacheElseLoad, cost: Int? = nil, expiresAfter: Duration? = nil,
         freshness: Freshness? = nil, load: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
-        try await value(
+        if let value = try hit(
+            forKey: key, policy: policy, cost: cost, expiresAfter: expiresAfter, freshness: freshness,
+            loader: .plain(load))
+        {
+            return value
+        }
+        return try await loadAndWait(
             forKey: key, policy: policy, cost: cost, expiresAfter: expiresAfter, freshness: freshness,
             loader: .plain(load))
     }
@@ -59,7 +65,13 @@ extension Cache {
         forKey key: Key, policy: LoadPolicy = .useCacheElseLoad, cost: Int? = nil, expiresAfter: Duration? = nil,
         freshness: Freshness? = nil, load: @escaping @Sendable (LoadContext) async throws -> Value
     ) async throws -> Value {
-        try await value(
+        if let value = try hit(
+            forKey: key, policy: policy, cost: cost, expiresAfter: expiresAfter, freshness: freshness,
+            loader: .withContext(load))
+        {
+            return value
+        }
+        return try await loadAndWait(
             forKey: key, policy: policy, cost: cost, expiresAfter: expiresAfter, freshness: freshness,
             loader: .withContext(load))
     }
@@ -78,27 +90,43 @@ extension Cache {
         }
     }
 
-    /// Both get-or-loads: a hit allocates nothing.
-    func value(
+    /// The synchronous half of both get-or-loads: a live value (starting its refresh if one is
+    /// due), or nil to load. Counts the lookup. Not `async`, and the async callers keep little
+    /// across it, so a hit takes nothing from the task's allocator (a deeper async chain made
+    /// hits allocate).
+    func hit(
+        forKey key: Key, policy: LoadPolicy, cost: Int?, expiresAfter: Duration?, freshness: Freshness?,
+        loader load: Loader
+    ) throws -> Value? {
+        if isClosedForLoading { throw CacheError.closed }
+        if policy != .reloadIgnoringCache, let found = entryForLoad(forKey: key), !found.isStale {
+            let freshness = freshness ?? configuration.freshness
+            if policy == .useCacheElseLoad, let refreshAfter = freshness.refreshAfter,
+                isDue(stored: found.stored, after: refreshAfter)
+            {
+                refresh(
+                    key,
+                    LoadRequest(cost: cost, expiresAfter: expiresAfter, staleFor: freshness.staleIfError, load: load))
+            }
+            return found.value
+        }
+        if policy == .cacheOnly { throw CacheError.notFound(key: "\(key)") }
+        return nil
+    }
+
+    /// The asynchronous half: joins or starts the key's load and waits for it, serving a value
+    /// past its expiry (kept for ``Freshness/staleIfError``) if the loader fails or is slow.
+    func loadAndWait(
         forKey key: Key, policy: LoadPolicy, cost: Int?, expiresAfter: Duration?, freshness: Freshness?,
         loader load: Loader
     ) async throws -> Value {
-        if isClosedForLoading { throw CacheError.closed }
         let freshness = freshness ?? configuration.freshness
         let request = LoadRequest(cost: cost, expiresAfter: expiresAfter, staleFor: freshness.staleIfError, load: load)
-        var stale: StoredValue<Value>?
-        if policy != .reloadIgnoringCache, let found = entryForLoad(forKey: key) {
-            if !found.isStale {
-                if policy == .useCacheElseLoad, let refreshAfter = freshness.refreshAfter,
-                    isDue(stored: found.stored, after: refreshAfter)
-                {
-                    refresh(key, request)
-                }
-                return found.value
-            }
-            if freshness.staleIfError != nil { stale = found }
-        }
-        if policy == .cacheOnly { throw CacheError.notFound(key: "\(key)") }
+        // The caller's lookup counted its miss; this second look, for a stale value, is not.
+        let found =
+            policy == .reloadIgnoringCache || freshness.staleIfError == nil
+            ? nil : entryForLoad(forKey: key, counting: false)
+        let stale = found?.isStale == true ? found : nil
         return try await wait(forKey: key, stale: stale, freshness: freshness) { [self] in
             // A load that finished between this caller's miss and its joining leaves its value
             // in the cache: look once more rather than load twice. The caller's miss is counted
@@ -120,12 +148,12 @@ extension Cache {
     /// The entry a get-or-load finds: live from memory, else from disk; else a stale one (past
     /// its expiry, kept for ``Freshness/staleIfError``), from memory before disk. Counted as a
     /// lookup (a stale entry is a miss).
-    func entryForLoad(forKey key: Key) -> StoredValue<Value>? {
-        let (entry, generation) = memory.lookUpEntry(key)
+    func entryForLoad(forKey key: Key, counting: Bool = true) -> StoredValue<Value>? {
+        let (entry, generation) = memory.lookUpEntry(key, counting: counting)
         if let entry, !entry.isStale { return entry }
         // Memory missed, or holds only a stale copy: the disk may hold a live value (written by
         // another process, or evicted from memory).
-        let found = diskEntry(forKey: key, generation: generation, counting: true, includingStale: entry == nil)
+        let found = diskEntry(forKey: key, generation: generation, counting: counting, includingStale: entry == nil)
         return found ?? entry
     }
 

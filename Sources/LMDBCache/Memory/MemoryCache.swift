@@ -195,13 +195,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// ``lookUp(_:counting:)`` that also returns when the value was stored, and an entry kept
     /// past the time it is served until (`isStale`, counted as a miss), for a load that may
     /// serve it.
-    func lookUpEntry(_ key: Key) -> (entry: StoredValue<Value>?, generation: UInt64) {
+    func lookUpEntry(_ key: Key, counting: Bool = true) -> (entry: StoredValue<Value>?, generation: UInt64) {
         let hash = key.hashValue
         let now = clock.milliseconds
         var removed = RemovedEntries<Key, Value>()
         let (entry, generation, report) = shards.withLock(at: shardIndex(hash)) { shard in
             let entry = shard.entry(
-                forKey: key, tag: SlotTable.tag(hash), now: now, removed: &removed, counting: true, stale: true)
+                forKey: key, tag: SlotTable.tag(hash), now: now, removed: &removed, counting: counting, stale: true)
             return (entry, shard.generation, metrics == nil ? nil : shard.takeReport(force: false))
         }
         finish(removed, report)

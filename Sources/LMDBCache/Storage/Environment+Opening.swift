@@ -134,6 +134,14 @@ extension Environment {
                 mdb_txn_abort(txn)
                 return nil
             }
+            if code == MDB_INCOMPATIBLE {
+                // The store creates its databases with fixed flags, so a node for one of them
+                // whose flags differ in the main database is the file's damage.
+                mdb_txn_abort(txn)
+                throw CacheError.damagedStore(
+                    path: path,
+                    reason: "mdb_dbi_open(\(name)): the data file's entry for this database has other flags")
+            }
             if code != MDB_SUCCESS {
                 mdb_txn_abort(txn)
                 throw LMDBStatus.error(code, "mdb_dbi_open(\(name))", path: path)

@@ -326,6 +326,47 @@ struct CorruptionTests {
         }
     }
 
+    /// A flipped bit in the main database's node for one of the store's databases (found by the
+    /// random flips above): LMDB's `mdb_dbi_open` then answers `MDB_INCOMPATIBLE`, which on open is
+    /// the file's damage like any other: set aside and recreated, or refused.
+    @Test("a database's node flags damaged in the main database: set aside and recreated, or refused")
+    func damagedDatabaseFlags() throws {
+        for policy in [DamagedStorePolicy.recreate, .fail] {
+            let dir = TemporaryDirectory()
+            defer { dir.remove() }
+            try Self.makeStore(dir)
+            let path = dir.path + "/data.mdb"
+            var contents = try Data(contentsOf: URL(fileURLWithPath: path))
+            // A leaf node: data size (4 bytes), flags (2), key size (2), then the key. Clearing
+            // F_SUBDATA (2) makes the node a plain value, no longer a database.
+            let offsets = Self.offsets(of: Array("expiry".utf8), in: contents).filter { offset in
+                offset >= 6 && contents[offset - 2] == 6 && contents[offset - 1] == 0 && contents[offset - 4] & 2 != 0
+            }
+            try #require(!offsets.isEmpty, "the main database's node for expiry is in the file")
+            for offset in offsets { contents[offset - 4] &= ~2 }
+            try contents.write(to: URL(fileURLWithPath: path))
+            var configuration = DiskCache.Configuration()
+            configuration.damagedStore = policy
+            if policy == .fail {
+                #expect {
+                    _ = try DiskCache(directory: dir.url, configuration: configuration)
+                } throws: { error in
+                    guard case .damagedStore(_, let reason) = error as? CacheError else { return false }
+                    return reason.contains("expiry")
+                }
+                continue
+            }
+            let disk = try DiskCache(directory: dir.url, configuration: configuration)
+            #expect(disk.totalCount == 0, "recreated empty")
+            try disk.setData([1], forKey: "k")
+            try disk.flush()
+            #expect(try disk.data(forKey: "k") == [1])
+            disk.close()
+            let files = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+            #expect(files.contains { $0.hasPrefix("data.mdb.damaged-") }, "set aside: \(files)")
+        }
+    }
+
     @Test("a truncated data file is refused with damagedStore when the configuration says to fail")
     func truncatedFileFails() throws {
         let dir = TemporaryDirectory()
