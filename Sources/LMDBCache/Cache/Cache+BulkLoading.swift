@@ -80,9 +80,13 @@ extension Cache {
                 values[key] = value
             case .failure(let error):
                 if case CacheError.notFound = error { continue }  // left out by the loader: absent
-                if let entry = stale[key], now < entry.staleUntil {
-                    values[key] = entry.value
-                    servedStale.append(key)
+                // What the cache holds now: a removal since means nothing to serve, a write
+                // means that value, a value still stale is served while its window lasts.
+                if stale[key] != nil, let current = entryForLoad(forKey: key, counting: false),
+                    !current.isStale || now < current.staleUntil
+                {
+                    values[key] = current.value
+                    if current.isStale { servedStale.append(key) }
                 } else if failure == nil {
                     failure = error
                 }

@@ -197,12 +197,16 @@ extension Cache {
         }
     }
 
-    /// `stale`'s value while its window lasts (``Freshness/staleIfError``), counted as served
-    /// for `reason`; nil once the window has ended, even if the entry is not trimmed yet.
-    func serve(_ stale: StoredValue<Value>?, _ reason: StaleReason) -> Value? {
-        guard let stale, memory.now < stale.staleUntil else { return nil }
+    /// What to serve for `key` in place of a failed or slow load that found `stale` (a value past
+    /// its expiry): what the cache holds now, looked up again without counting. A live value (a
+    /// write since) is served as it is; a stale one while its window lasts, counted as served for
+    /// `reason`; nothing once the key was removed or its window ended.
+    func serve(_ stale: StoredValue<Value>?, forKey key: Key, _ reason: StaleReason) -> Value? {
+        guard stale != nil, let now = entryForLoad(forKey: key, counting: false) else { return nil }
+        if !now.isStale { return now.value }
+        guard memory.now < now.staleUntil else { return nil }
         countStaleServed(reason)
-        return stale.value
+        return now.value
     }
 
     /// The result of `key`'s load (joining one under way), with `stale` served when the loader
@@ -213,53 +217,55 @@ extension Cache {
     ) async throws -> Value {
         let soft = stale == nil ? nil : freshness.timeout
         let hard = freshness.hardTimeout
-        let outcome: LoadOutcome
         do {
-            if soft == nil && hard == nil {
-                outcome = .loaded(try await loads.value(forKey: key, run: run))
-            } else {
-                // The load starts here, not in the task that waits for it: a timer may end the
-                // wait before that task runs, and the load must go on all the same.
-                loads.start(forKey: key, run: run)
-                let clock = configuration.timeoutClock
-                outcome = try await withThrowingTaskGroup(of: LoadOutcome.self) { group in
-                    group.addTask { .loaded(try await self.loads.value(forKey: key, run: run)) }
-                    if let soft {
-                        group.addTask {
-                            try await clock.sleep(for: soft)
-                            return .timedOut(soft)
-                        }
+            if soft == nil && hard == nil { return try await loads.value(forKey: key, run: run) }
+            // Joined (or started) here, not in the task that waits for it: a timer may end the
+            // wait before that task runs, and the load must go on all the same, once.
+            let result = loads.join(forKey: key, run: run)
+            let clock = configuration.timeoutClock
+            return try await withThrowingTaskGroup(of: LoadOutcome.self) { group in
+                group.addTask { .loaded(try await result.value().get()) }
+                if let soft {
+                    group.addTask {
+                        try await clock.sleep(for: soft)
+                        return .softTimeout
                     }
-                    if let hard {
-                        group.addTask {
-                            try await clock.sleep(for: hard)
-                            return .timedOut(hard)
-                        }
-                    }
-                    defer { group.cancelAll() }
-                    guard let first = try await group.next() else { throw CancellationError() }
-                    return first
                 }
+                if let hard {
+                    group.addTask {
+                        try await clock.sleep(for: hard)
+                        return .hardTimeout
+                    }
+                }
+                defer { group.cancelAll() }
+                while let outcome = try await group.next() {
+                    switch outcome {
+                    case .loaded(let value):
+                        return value
+                    case .softTimeout:
+                        // Nothing to serve after all (the window ended, the key was removed):
+                        // wait on, for the load or the hard timeout.
+                        if let value = serve(stale, forKey: key, .timeout) { return value }
+                    case .hardTimeout:
+                        if let value = serve(stale, forKey: key, .timeout) { return value }
+                        countLoadTimeout()
+                        throw CacheError.loadTimedOut(key: "\(key)", after: hard ?? .zero)
+                    }
+                }
+                throw CancellationError()
             }
         } catch {
             // The loader failed; a caller that was cancelled gets its cancellation, not a value.
-            guard !Task.isCancelled, let value = serve(stale, .error) else { throw error }
+            if case CacheError.loadTimedOut = error { throw error }
+            guard !Task.isCancelled, let value = serve(stale, forKey: key, .error) else { throw error }
             return value
-        }
-        switch outcome {
-        case .loaded(let value):
-            return value
-        case .timedOut(let after):
-            if let value = serve(stale, .timeout) { return value }
-            countLoadTimeout()
-            throw CacheError.loadTimedOut(key: "\(key)", after: after)
         }
     }
 
-    /// How a wait for a load ended.
+    /// What ended one wait of a caller for a load.
     enum LoadOutcome: Sendable {
         case loaded(Value)
-        /// A timeout of this length passed first.
-        case timedOut(Duration)
+        case softTimeout
+        case hardTimeout
     }
 }

@@ -11,6 +11,8 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// One run under way for a key.
     private struct Flight {
         var waiters: [UInt64: Waiter] = [:]
+        /// Waiters registered by ``join(forKey:run:)``.
+        var promises: [LoadPromise<Result<Value, any Error>>] = []
         /// Set when the key was written or removed after the run started: its result is older
         /// than what the cache holds, and must not be stored (see ``supersede(_:)``).
         var isSuperseded = false
@@ -97,6 +99,27 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return (claimed, promise)
     }
 
+    /// Joins the run under way for `key`, or starts `run` for it, and returns the promise of its
+    /// result: registered before this returns, so a run that ends at once is not missed (and
+    /// never run twice for one caller). A waiter that stops waiting on the promise leaves the
+    /// run going.
+    func join(
+        forKey key: Key, run: @escaping @Sendable () async -> Result<Value, any Error>
+    ) -> LoadPromise<Result<Value, any Error>> {
+        let promise = LoadPromise<Result<Value, any Error>>()
+        let start = state.withLock { state in
+            if state.flights[key] != nil {
+                state.flights[key]!.promises.append(promise)
+                return false
+            }
+            state.flights[key] = Flight(promises: [promise])
+            flightCount.add(1, ordering: .sequentiallyConsistent)
+            return true
+        }
+        if start { Task { self.finish(key, with: await run()) } }
+        return promise
+    }
+
     /// True while a run for `key` is under way.
     func isLoading(_ key: Key) -> Bool {
         state.withLock { $0.flights[key] != nil }
@@ -126,9 +149,13 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         state.withLock { $0.flights[key]?.isSuperseded ?? false }
     }
 
-    /// Callers waiting for `key`'s load (tests wait for them to gather).
+    /// Callers waiting for `key`'s load (tests wait for them to gather); a caller that joined
+    /// with ``join(forKey:run:)`` counts until the run ends, even if it stopped waiting.
     func waiterCount(forKey key: Key) -> Int {
-        state.withLock { $0.flights[key]?.waiters.count ?? 0 }
+        state.withLock { state in
+            guard let flight = state.flights[key] else { return 0 }
+            return flight.waiters.count + flight.promises.count
+        }
     }
 
     private func finish(_ key: Key, with result: Result<Value, any Error>) {
@@ -138,5 +165,6 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return flight
         }
         for waiter in flight?.waiters.values ?? [:].values { waiter.resume(with: result) }
+        for promise in flight?.promises ?? [] { promise.fulfill(result) }
     }
 }
