@@ -13,24 +13,6 @@ struct FreshnessEdgeTests {
 
     struct Failure: Error, Equatable {}
 
-    static func open(
-        _ dir: TemporaryDirectory, clock: ManualClock, timeouts: ManualTimeoutClock = ManualTimeoutClock(),
-        codec: GatedStringCodec? = nil, removalListener: Cache<String, String>.RemovalListener? = nil
-    ) throws -> Cache<String, String> {
-        var configuration =
-            codec.map { Cache<String, String>.Configuration(codec: $0) } ?? Cache<String, String>.Configuration()
-        configuration.clock = clock.clock
-        configuration.memory.automaticTrimming = false
-        configuration.disk.automaticTrimming = false
-        configuration.disk.accessTimeGranularity = .zero
-        configuration.timeoutClock = timeouts
-        return try Cache(directory: dir.url, configuration: configuration, removalListener: removalListener)
-    }
-
-    static func waitUntil(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async {
-        await GetOrLoadTests.waitUntil(condition, sourceLocation: sourceLocation)
-    }
-
     // MARK: Found broken, now fixed
 
     /// An executor that runs its jobs only when the test drains it, newest first: it forces the
@@ -82,7 +64,7 @@ struct FreshnessEdgeTests {
     func hardTimeoutBeforeLoadChildStillLoads() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
-        let cache = try Self.open(dir, clock: ManualClock())
+        let cache = try FreshnessTests.open(dir, clock: ManualClock())
         defer { cache.close() }
         let loader = GatedLoader()
         defer { loader.open() }
@@ -102,7 +84,7 @@ struct FreshnessEdgeTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        let cache = try Self.open(dir, clock: clock)
+        let cache = try FreshnessTests.open(dir, clock: clock)
         defer { cache.close() }
         let freshness = Freshness(staleIfError: .seconds(1_000), timeout: .zero)
         _ = try await cache.value(forKey: "k", expiresAfter: .seconds(10), freshness: freshness) { "old" }
@@ -125,7 +107,7 @@ struct FreshnessEdgeTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        let cache = try Self.open(dir, clock: clock)
+        let cache = try FreshnessTests.open(dir, clock: clock)
         defer { cache.close() }
         let freshness = Freshness(refreshAfter: .seconds(60))
         cache["k"] = "v1"
@@ -133,10 +115,10 @@ struct FreshnessEdgeTests {
         let reload = GatedLoader()
         #expect(
             try await cache.value(forKey: "k", freshness: freshness) { try await reload.load { _ in "v2" } } == "v1")
-        await Self.waitUntil { reload.count == 1 }
+        await FreshnessTests.waitUntil { reload.count == 1 }
         cache.removeValue(forKey: "k")
         reload.open()
-        await Self.waitUntil { !cache.loads.isLoading("k") }
+        await FreshnessTests.waitUntil { !cache.loads.isLoading("k") }
         #expect(cache["k"] == nil, "the removal came after the reload started")
     }
 
@@ -148,12 +130,12 @@ struct FreshnessEdgeTests {
         defer { dir.remove() }
         let cache =
             twoTier
-            ? try Self.open(dir, clock: ManualClock())
+            ? try FreshnessTests.open(dir, clock: ManualClock())
             : Cache<String, String>(memory: .init())
         defer { cache.close() }
         let loader = GatedLoader()
         let waiting = Task { try await cache.value(forKey: "k") { try await loader.load { _ in "loaded" } } }
-        await Self.waitUntil { loader.count == 1 }
+        await FreshnessTests.waitUntil { loader.count == 1 }
         cache.removeAll()
         loader.open()
         #expect(try await waiting.value == "loaded", "the caller still gets its value")
@@ -170,7 +152,7 @@ struct FreshnessEdgeTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        let cache = try Self.open(dir, clock: clock)
+        let cache = try FreshnessTests.open(dir, clock: clock)
         defer { cache.close() }
         let freshness = Freshness(refreshAfter: .seconds(60))
         cache["k"] = "v1"
@@ -179,10 +161,10 @@ struct FreshnessEdgeTests {
         #expect(
             try await cache.value(forKey: "k", freshness: freshness) { try await reload.load { _ in "refreshed" } }
                 == "v1")
-        await Self.waitUntil { reload.count == 1 }
+        await FreshnessTests.waitUntil { reload.count == 1 }
         cache["k"] = "inserted later"
         reload.open()
-        await Self.waitUntil { !cache.loads.isLoading("k") }
+        await FreshnessTests.waitUntil { !cache.loads.isLoading("k") }
         #expect(cache["k"] == "inserted later")
     }
 
@@ -195,7 +177,7 @@ struct FreshnessEdgeTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        let cache = try Self.open(dir, clock: clock)
+        let cache = try FreshnessTests.open(dir, clock: clock)
         defer { cache.close() }
         let freshness = Freshness(staleIfError: .seconds(100))
         _ = try await cache.value(forKey: "k", expiresAfter: .seconds(10), freshness: freshness) { "v1" }
@@ -204,7 +186,7 @@ struct FreshnessEdgeTests {
         let caller = Task {
             try await cache.value(forKey: "k", freshness: freshness) { try await slow.load { _ in throw Failure() } }
         }
-        await Self.waitUntil { slow.count == 1 }
+        await FreshnessTests.waitUntil { slow.count == 1 }
         clock.advance(by: .seconds(200))  // the window ended at 110 s
         #expect(cache.memory.totalCount == 1)
         cache.removeExpired()
@@ -220,7 +202,7 @@ struct FreshnessEdgeTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        let cache = try Self.open(dir, clock: clock)
+        let cache = try FreshnessTests.open(dir, clock: clock)
         defer { cache.close() }
         let freshness = Freshness(staleIfError: .seconds(100))
         _ = try await cache.values(forKeys: ["e1"], expiresAfter: .seconds(10), freshness: freshness) { keys in
@@ -240,7 +222,7 @@ struct FreshnessEdgeTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        let cache = try Self.open(dir, clock: clock)
+        let cache = try FreshnessTests.open(dir, clock: clock)
         defer { cache.close() }
         cache["k"] = "v1"
         clock.advance(by: .seconds(61))
@@ -249,7 +231,7 @@ struct FreshnessEdgeTests {
             return "v2"
         }
         #expect(value == "v1")
-        await Self.waitUntil { !cache.loads.isLoading("k") }
+        await FreshnessTests.waitUntil { !cache.loads.isLoading("k") }
         #expect(cache["k"] == "v1", "nothing was stored")
         #expect(cache.statistics.refreshes == 0)
     }
@@ -263,7 +245,7 @@ struct FreshnessEdgeTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        let cache = try Self.open(dir, clock: clock)
+        let cache = try FreshnessTests.open(dir, clock: clock)
         defer { cache.close() }
         _ = try await cache.value(
             forKey: "k", expiresAfter: .seconds(10), freshness: Freshness(staleIfError: .seconds(3_600))
@@ -280,7 +262,7 @@ struct FreshnessEdgeTests {
     func valuesForKeysCountsDuplicatesOnce() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
-        let cache = try Self.open(dir, clock: ManualClock())
+        let cache = try FreshnessTests.open(dir, clock: ManualClock())
         defer { cache.close() }
         let before = cache.statistics
         #expect(cache.values(forKeys: ["missing", "missing", "missing"]).isEmpty)
@@ -303,11 +285,11 @@ struct FreshnessEdgeTests {
         let start = clock.clock.now
         let freshness = Freshness(staleIfError: .seconds(100))
         do {
-            let cache = try Self.open(dir, clock: clock)
+            let cache = try FreshnessTests.open(dir, clock: clock)
             _ = try await cache.value(forKey: "k", expiresAfter: .seconds(10), freshness: freshness) { "v1" }
             cache.close()
         }
-        let cache = try Self.open(dir, clock: clock)
+        let cache = try FreshnessTests.open(dir, clock: clock)
         defer { cache.close() }
         #expect(cache["k"] == "v1", "promoted")
         #expect(cache.memory["k"] == "v1")
@@ -340,7 +322,7 @@ struct FreshnessEdgeTests {
         defer { dir.remove() }
         let clock = ManualClock()
         let codec = GatedStringCodec(stoppingAt: .decode, for: "old")
-        let cache = try Self.open(dir, clock: clock, codec: codec)
+        let cache = try FreshnessTests.open(dir, clock: clock, codec: codec)
         defer { cache.close() }
         cache.store("old", forKey: "k", cost: nil, expiresAfter: .seconds(10), staleFor: .seconds(100))
         try cache.flush()
@@ -366,7 +348,7 @@ struct FreshnessEdgeTests {
     func bulkExtraKeys() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
-        let cache = try Self.open(dir, clock: ManualClock())
+        let cache = try FreshnessTests.open(dir, clock: ManualClock())
         defer { cache.close() }
         let asked = Locked<[[String]]>([])
         let values = try await cache.values(forKeys: ["a", "a", "b"]) { keys in
@@ -386,7 +368,7 @@ struct FreshnessEdgeTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        let cache = try Self.open(dir, clock: clock)
+        let cache = try FreshnessTests.open(dir, clock: clock)
         defer { cache.close() }
         let forever = Duration.seconds(Int64.max)
         _ = try await cache.value(

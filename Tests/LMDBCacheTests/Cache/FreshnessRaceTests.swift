@@ -12,22 +12,6 @@ struct FreshnessRaceTests {
 
     struct Failure: Error, Equatable {}
 
-    static func open(
-        _ dir: TemporaryDirectory, clock: ManualClock, timeouts: ManualTimeoutClock = ManualTimeoutClock()
-    ) throws -> Cache<String, String> {
-        var configuration = Cache<String, String>.Configuration()
-        configuration.clock = clock.clock
-        configuration.memory.automaticTrimming = false
-        configuration.disk.automaticTrimming = false
-        configuration.disk.accessTimeGranularity = .zero
-        configuration.timeoutClock = timeouts
-        return try Cache(directory: dir.url, configuration: configuration)
-    }
-
-    static func waitUntil(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async {
-        await GetOrLoadTests.waitUntil(condition, sourceLocation: sourceLocation)
-    }
-
     /// An executor that runs its jobs only when the test says, oldest first, one at a time.
     final class HeldExecutor: TaskExecutor, @unchecked Sendable {
         private let lock = NSLock()
@@ -67,7 +51,7 @@ struct FreshnessRaceTests {
         defer { dir.remove() }
         let clock = ManualClock()
         let timeouts = ManualTimeoutClock()
-        let cache = try Self.open(dir, clock: clock, timeouts: timeouts)
+        let cache = try FreshnessTests.open(dir, clock: clock, timeouts: timeouts)
         defer { cache.close() }
         let freshness = Freshness(staleIfError: .seconds(100), timeout: .seconds(1))
         _ = try await cache.value(forKey: "k", expiresAfter: .seconds(10), freshness: freshness) { "old" }
@@ -76,7 +60,7 @@ struct FreshnessRaceTests {
         let caller = Task {
             try await cache.value(forKey: "k", freshness: freshness) { try await loader.load { _ in "new" } }
         }
-        await Self.waitUntil { loader.count == 1 && timeouts.sleeperCount == 1 }
+        await FreshnessTests.waitUntil { loader.count == 1 && timeouts.sleeperCount == 1 }
         clock.advance(by: .seconds(200))  // the window ended at 110 s: no stale value any more
         timeouts.advance(by: .seconds(1))  // the soft timeout fires
         loader.open()
@@ -98,7 +82,7 @@ struct FreshnessRaceTests {
     func timeoutCallLoadsOnce() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
-        let cache = try Self.open(dir, clock: ManualClock())
+        let cache = try FreshnessTests.open(dir, clock: ManualClock())
         defer { cache.close() }
         let calls = Locked(0)
         let executor = HeldExecutor()
@@ -118,9 +102,9 @@ struct FreshnessRaceTests {
         }
         // The caller's first job: its miss, `loads.start` (the flight runs on the global
         // executor), and the task group's children queued here.
-        await Self.waitUntil { executor.queued == 1 }
+        await FreshnessTests.waitUntil { executor.queued == 1 }
         executor.runOne()
-        await Self.waitUntil { calls.withLock { $0 } == 1 && !cache.loads.isLoading("k") }
+        await FreshnessTests.waitUntil { calls.withLock { $0 } == 1 && !cache.loads.isLoading("k") }
         // Now the load child joins.
         while result.withLock({ $0 }) == nil {
             executor.drain()
@@ -148,7 +132,7 @@ struct FreshnessRaceTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let clock = ManualClock()
-        let cache = try Self.open(dir, clock: clock)
+        let cache = try FreshnessTests.open(dir, clock: clock)
         defer { cache.close() }
         let freshness = Freshness(staleIfError: .seconds(100))
         _ = try await cache.value(forKey: "k", expiresAfter: .seconds(10), freshness: freshness) { "revoked" }
@@ -157,7 +141,7 @@ struct FreshnessRaceTests {
         let caller = Task {
             try await cache.value(forKey: "k", freshness: freshness) { try await loader.load { _ in throw Failure() } }
         }
-        await Self.waitUntil { loader.count == 1 }
+        await FreshnessTests.waitUntil { loader.count == 1 }
         if replace { cache["k"] = "newer" } else { cache.removeValue(forKey: "k") }
         loader.open()
         let result = await caller.result

@@ -11,26 +11,28 @@ struct FreshnessTests {
 
     struct Failure: Error, Equatable {}
 
-    /// A two-tier cache (or a memory-only one) on `clock`, its timeouts on `timeouts`.
+    /// A two-tier cache (or a memory-only one, for a nil `dir`) on `clock`, its timeouts on
+    /// `timeouts`, trimming only when told: the caches of every loading suite.
     static func open(
         _ dir: TemporaryDirectory?, clock: ManualClock, timeouts: ManualTimeoutClock = ManualTimeoutClock(),
-        freshness: Freshness = Freshness()
+        freshness: Freshness = Freshness(), codec: GatedStringCodec? = nil,
+        removalListener: Cache<String, String>.RemovalListener? = nil
     ) throws -> Cache<String, String> {
         guard let dir else {
             var memory = MemoryCache<String, String>.Configuration()
             memory.clock = clock.clock
             memory.automaticTrimming = false
-            let cache = Cache<String, String>(memory: memory)
-            return cache
+            return Cache<String, String>(memory: memory, removalListener: removalListener)
         }
-        var configuration = Cache<String, String>.Configuration()
+        var configuration =
+            codec.map { Cache<String, String>.Configuration(codec: $0) } ?? Cache<String, String>.Configuration()
         configuration.clock = clock.clock
         configuration.memory.automaticTrimming = false
         configuration.disk.automaticTrimming = false
         configuration.disk.accessTimeGranularity = .zero
         configuration.timeoutClock = timeouts
         configuration.freshness = freshness
-        return try Cache(directory: dir.url, configuration: configuration)
+        return try Cache(directory: dir.url, configuration: configuration, removalListener: removalListener)
     }
 
     static func waitUntil(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async {
