@@ -8,6 +8,9 @@ public enum CacheError: Error, Sendable, Equatable {
     case closed
     /// The key cannot be stored (for example, it is empty).
     case invalidKey(reason: String)
+    /// A tag cannot be stored: it is empty or longer than 255 UTF-8 bytes, or an entry was
+    /// given more than 32 distinct tags.
+    case invalidTag(reason: String)
     /// A value is larger than the cache can hold (its cost limit, or LMDB's maximum record size).
     case valueTooLarge(size: Int, limit: Int)
     /// The cache directory cannot be created or opened.
@@ -59,6 +62,8 @@ extension CacheError: CustomStringConvertible {
             return "the cache is closed; open a new instance to use the directory again"
         case .invalidKey(let reason):
             return "invalid key: \(text(reason))"
+        case .invalidTag(let reason):
+            return "invalid tag: \(text(reason))"
         case .valueTooLarge(let size, let limit):
             return "value of \(size) bytes is larger than the limit of \(limit) bytes"
         case .directoryUnavailable(let path, let reason):
