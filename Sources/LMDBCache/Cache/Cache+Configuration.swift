@@ -21,6 +21,9 @@ extension Cache {
         /// The clock ``Freshness/timeout`` and ``Freshness/hardTimeout`` are measured on. Default:
         /// `ContinuousClock`; tests inject one they advance.
         public var timeoutClock: any Clock<Duration> = ContinuousClock()
+        /// How the memory tier follows changes other processes sharing the directory make.
+        /// Default: the change log is read every 5 ms (``Coherence``).
+        public var coherence = Coherence()
 
         /// A configuration with the given tiers and codec.
         public init(

@@ -189,7 +189,7 @@ extension Cache {
                 context.isCacheable
                 && store(
                     value, forKey: key, cost: context.cost, expiresAfter: context.expiresAfter,
-                    staleFor: request.staleFor, fromLoad: true)
+                    staleFor: request.staleFor, tags: context.tags, fromLoad: true)
             return (.success(value), stored)
         } catch {
             countLoadFailure(error)

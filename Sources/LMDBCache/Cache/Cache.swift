@@ -49,6 +49,12 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     private let isClosed = LockedFlag()
     /// Make each insert and removal one step in both tiers, per key.
     private let writeLocks = KeyWriteLocks()
+    /// Names this cache's changes in the directory's change log (``CacheChange/origin``):
+    /// random, nonzero.
+    let origin = UInt64.random(in: 1...UInt64.max)
+    /// Follows the change log (``Configuration/coherence``); nil without a disk tier or with
+    /// coherence off.
+    private let follower: ChangeFollower?
 
     /// Opens (creating when missing, owner-only) a two-tier cache whose disk tier lives in
     /// `directory`.
@@ -79,6 +85,22 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         let disk = try DiskCache(directory: directory, configuration: configuration.diskWithClock, logger: logger)
         self.disk = disk
         droppedWritesAtOpen = disk.droppedWriteCount
+        if let interval = configuration.coherence.pollInterval {
+            let follower: ChangeFollower
+            do {
+                follower = ChangeFollower(
+                    feed: try DiskChangeLog(disk: disk), origin: origin,
+                    target: Self.followerTarget(memory), cacheName: configuration.name ?? directory.lastPathComponent,
+                    logger: logger)
+            } catch {
+                disk.close()
+                throw error
+            }
+            follower.start(interval: interval)
+            self.follower = follower
+        } else {
+            follower = nil
+        }
         evictionToken = disk.observeEvictions { evictions in
             for eviction in evictions {
                 counters.diskRemoval(eviction.reason)
@@ -105,6 +127,24 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         disk = nil
         droppedWritesAtOpen = 0
         evictionToken = nil
+        follower = nil
+    }
+
+    /// What the change follower does to `memory`: drops entries (the listener hears of them as
+    /// explicit removals), each a removal that stops a concurrent promotion (see ``ChangeFollower``).
+    private static func followerTarget(_ memory: MemoryCache<Key, Value>) -> ChangeFollower.Target {
+        ChangeFollower.Target(
+            dropKey: { bytes in
+                // Bytes no key of this type has name no entry of this cache.
+                guard let key = Key(cacheKeyBytes: bytes) else { return false }
+                return memory.removeValue(forKey: key) != nil
+            },
+            dropTag: { tag in memory.removeAll(taggedWith: String(decoding: tag, as: UTF8.self)) },
+            dropAll: {
+                let count = memory.totalCount
+                memory.removeAll()
+                return count
+            })
     }
 
     deinit {
@@ -179,13 +219,14 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         }
         if counting { counters.diskHit() }
         // Promoted only if no write to the key's shard came since the miss, so a value read from
-        // disk never overwrites a newer insert or brings back a removed entry. With a stale window
-        // the memory tier keeps it as long as the disk does, serving it until its expiry.
+        // disk never overwrites a newer insert or brings back a removed entry (nor one another
+        // process changed: see ChangeFollower). With a stale window the memory tier keeps it as
+        // long as the disk does, serving it until its expiry. Its tags come with it.
         let lifetime = Lifetime(expires: entry.expires, staleUntil: entry.staleUntil)
         memory.insert(
             decoded, forKey: key, cost: configuration.memory.weigher?(decoded) ?? entry.value.count,
             expires: lifetime.memoryExpires, servedUntil: lifetime.memoryServedUntil, stored: entry.created,
-            now: memory.now, ifGeneration: generation)
+            now: memory.now, ifGeneration: generation, tags: entry.tags)
         return StoredValue(value: decoded, stored: entry.created, staleUntil: 0)
     }
 
@@ -203,6 +244,50 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, staleFor: nil)
     }
 
+    /// ``insert(_:forKey:cost:expiresAfter:)`` with tags: ``removeAll(taggedWith:)`` removes the
+    /// entry, from both tiers and from every process sharing the directory, with every other
+    /// entry carrying one of them.
+    ///
+    /// ```swift
+    /// cache.insert(article, forKey: "a1", tags: ["author:42", "feed"])
+    /// cache.removeAll(taggedWith: "author:42")
+    /// ```
+    ///
+    /// Replacing the entry replaces its tags. A tag is a non-empty string of at most 255 UTF-8
+    /// bytes, an entry carries at most 32; past those limits nothing is stored, the value the key
+    /// held is removed (it must not outlive a write that failed), and ``flush()`` throws
+    /// ``CacheError/invalidTag(reason:)``.
+    public func insert(
+        _ value: Value, forKey key: Key, cost: Int? = nil, expiresAfter: Duration? = nil, tags: Set<String>
+    ) {
+        store(value, forKey: key, cost: cost, expiresAfter: expiresAfter, staleFor: nil, tags: tags)
+    }
+
+    /// Removes every entry carrying `tag` from both tiers, and from the memory tiers of every
+    /// process sharing the directory (once they read the change log: ``Configuration/coherence``).
+    /// Returns the entries removed: from disk, or in a memory-only cache from memory.
+    ///
+    /// Queued writes are committed first; the disk tier removes the entries in transactions of at
+    /// most 256 with its totals exact in each. Loads under way are not stopped: a value a loader
+    /// returns after this with the tag is a new entry.
+    ///
+    /// - Complexity: O(k log n) on disk, O(k) in memory, for k entries carrying the tag.
+    @discardableResult
+    public func removeAll(taggedWith tag: String) -> Int {
+        guard !isClosed.value else { return 0 }
+        guard let disk else { return memory.removeAll(taggedWith: tag) }
+        var removed = 0
+        do {
+            removed = try disk.removeAll(taggedWith: tag, origin: origin)
+        } catch {
+            record(error, "remove by tag")
+        }
+        // After the disk: a read that promotes what it found before the removal is refused, as
+        // the tag's removal moves every memory shard on.
+        memory.removeAll(taggedWith: tag)
+        return removed
+    }
+
     /// ``insert(_:forKey:cost:expiresAfter:)``, keeping the value `staleFor` past its expiry in
     /// both tiers, to be served stale (``Freshness/staleIfError``).
     ///
@@ -213,10 +298,19 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     @discardableResult
     func store(
         _ value: Value, forKey key: Key, cost: Int?, expiresAfter: Duration?, staleFor: Duration?,
-        fromLoad: Bool = false
+        tags tagSet: Set<String> = [], fromLoad: Bool = false
     ) -> Bool {
         guard !isClosed.value else {
             record(CacheError.closed, "insert")
+            return false
+        }
+        let tags: EntryTags
+        do {
+            tags = tagSet.isEmpty ? .none : try EntryTags(tagSet)
+        } catch {
+            // Not stored; the value the key held must not outlive a write that failed.
+            if !fromLoad || !loads.isSuperseded(key) { removeValue(forKey: key) }
+            record(error, "insert")
             return false
         }
         guard let disk else {
@@ -230,7 +324,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                 let lifetime = Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
                 return memory.insertDeferringRemovals(
                     value, forKey: key, cost: cost, expires: lifetime.memoryExpires,
-                    servedUntil: lifetime.memoryServedUntil, now: now)
+                    servedUntil: lifetime.memoryServedUntil, now: now, tags: tags)
             }
             memory.finish(removed, report)
             return stored
@@ -256,7 +350,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             let now = disk.configuration.clock.milliseconds
             let lifetime = Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
             prepared = try disk.prepareWrite(
-                encoded, forKey: bytes, now: now, expires: lifetime.expires, staleUntil: lifetime.staleUntil)
+                encoded, forKey: bytes, now: now, expires: lifetime.expires, staleUntil: lifetime.staleUntil,
+                tags: tags)
         } catch {
             diskFailure = error
         }
@@ -269,19 +364,19 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             if !fromLoad { loads.supersede(key) }
             do {
                 guard let prepared else { throw diskFailure ?? CacheError.closed }
-                try disk.enqueue(prepared)
+                try disk.enqueue(prepared, origin: origin)
                 diskReplaced = replacesDiskOnly
             } catch {
                 diskFailure = error
                 // The disk refused the value (too large, not encodable): the one it would have
                 // replaced must not outlive the new one in memory, nor come back after a restart.
-                if (try? disk.removeData(forKey: bytes)) != nil { diskReplaced = replacesDiskOnly }
+                if (try? disk.removeData(forKey: bytes, origin: origin)) != nil { diskReplaced = replacesDiskOnly }
             }
             let now = memory.now
             let lifetime = Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
             return memory.insertDeferringRemovals(
                 value, forKey: key, cost: memoryCost, expires: lifetime.memoryExpires,
-                servedUntil: lifetime.memoryServedUntil, now: now)
+                servedUntil: lifetime.memoryServedUntil, now: now, tags: tags)
         }
         if stored, let diskFailure { record(diskFailure, "insert") }
         if diskReplaced { listener?(CacheRemoval(key: key, value: nil, reason: .replaced, tier: .disk)) }
@@ -313,7 +408,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         var diskFailure: (any Error)?
         let (_, removed, report) = writeLocks.withLock(for: key) {
             loads.supersede(key)
-            do { try disk.removeData(forKey: bytes) } catch { diskFailure = error }
+            do { try disk.removeData(forKey: bytes, origin: origin) } catch { diskFailure = error }
             return memory.removeValueDeferringRemovals(forKey: key)
         }
         if let diskFailure {
@@ -337,7 +432,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         // every key's lock, so no load is between its check and its store.
         writeLocks.withAllLocks { loads.supersedeAll() }
         if let disk {
-            do { try disk.removeAll() } catch { record(error, "remove all") }
+            do { try disk.removeAll(origin: origin) } catch { record(error, "remove all") }
         }
         memory.removeAll()
     }
@@ -375,6 +470,12 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// Reading it also brings the metrics' entry and cost gauges up to date.
     public var statistics: CacheStatistics {
         var statistics = counters.statistics(memory: memory.statistics)
+        if let follower {
+            statistics.invalidationsReceived = follower.received.load(ordering: .acquiring)
+            statistics.invalidationsApplied = follower.applied.load(ordering: .relaxed)
+            statistics.memoryTierDrops = follower.memoryDrops.load(ordering: .relaxed)
+            statistics.invalidationLag = .milliseconds(Int64(clamping: follower.lastLag.load(ordering: .relaxed)))
+        }
         if let disk { statistics.failedWrites += disk.droppedWriteCount - droppedWritesAtOpen }
         if let disk, !isClosed.value {
             counters.diskMetrics.entries.set(disk.totalCount)
@@ -403,6 +504,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// return nil, or throw ``CacheError/closed`` where they throw. Calling it again does nothing.
     public func close() {
         guard isClosed.set() else { return }
+        follower?.stop()
         if let evictionToken, let disk {
             disk.waitForEvictionEvents()
             disk.stopObservingEvictions(evictionToken)

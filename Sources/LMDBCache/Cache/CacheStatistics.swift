@@ -31,6 +31,18 @@ public struct CacheStatistics: Sendable, Equatable {
     public var bulkLoads = 0
     /// Keys asked of bulk loaders, over all their calls.
     public var bulkLoadKeys = 0
+    /// Changes made by other caches sharing the directory (other processes, other instances)
+    /// that this cache read from the change log and applied (``Cache/Coherence``).
+    public var invalidationsReceived = 0
+    /// Memory entries those changes dropped (a change to a key this memory tier did not hold
+    /// drops none).
+    public var invalidationsApplied = 0
+    /// Times the memory tier was dropped whole because it missed changes (it fell further behind
+    /// the change log than the log keeps, or the store was emptied or replaced under it).
+    public var memoryTierDrops = 0
+    /// How long after its commit the newest change received was applied here (wall clocks);
+    /// zero before the first.
+    public var invalidationLag: Duration = .zero
 }
 
 /// Why a get-or-load served a stale value: the `reason` dimension of

@@ -19,6 +19,7 @@ public final class LoadContext: Sendable {
         var expiresAfter: Duration?
         var cost: Int?
         var isCacheable = true
+        var tags: Set<String> = []
     }
 
     private let state: Locked<State>
@@ -37,6 +38,14 @@ public final class LoadContext: Sendable {
     public var cost: Int? {
         get { state.withLock { $0.cost } }
         set { state.withLock { $0.cost = newValue } }
+    }
+
+    /// The tags the loaded value is stored with (``Cache/insert(_:forKey:cost:expiresAfter:tags:)``);
+    /// empty by default. An invalid tag stores nothing (the callers still get the value) and is
+    /// reported by ``Cache/flush()``.
+    public var tags: Set<String> {
+        get { state.withLock { $0.tags } }
+        set { state.withLock { $0.tags = newValue } }
     }
 
     /// False: every caller waiting gets the value, and nothing is stored (any value already

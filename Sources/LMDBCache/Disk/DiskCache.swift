@@ -95,6 +95,29 @@ public final class DiskCache: Sendable {
             value, forKey: key, now: now, expires: expiresAfter.map { now.addingSaturating($0.milliseconds) } ?? 0)
     }
 
+    /// ``setData(_:forKey:expiresAfter:)`` with tags: ``removeAll(taggedWith:)`` removes the entry
+    /// with every other entry carrying one of them. Replacing the entry replaces its tags.
+    ///
+    /// - Throws: ``CacheError/invalidTag(reason:)`` (an empty tag, one past 255 UTF-8 bytes, more
+    ///   than 32 tags; nothing is written), and what ``setData(_:forKey:expiresAfter:)`` throws.
+    public func setData(
+        _ value: [UInt8], forKey key: [UInt8], expiresAfter: Duration? = nil, tags: Set<String>
+    ) throws {
+        let tags = try EntryTags(tags)
+        let now = configuration.clock.milliseconds
+        try enqueue(
+            try prepareWrite(
+                value, forKey: key, now: now,
+                expires: expiresAfter.map { now.addingSaturating($0.milliseconds) } ?? 0, tags: tags))
+    }
+
+    /// The stored keys of the committed entries carrying `tag` (call ``flush()`` first to see
+    /// queued writes), for `cache-dump list --tag`. An invalid tag carries no entry.
+    func storedKeys(taggedWith tag: String) throws -> [[UInt8]] {
+        guard let bytes = try? EntryTags.storedBytes(of: tag) else { return [] }
+        return try withStore { try $0.keys(taggedWith: bytes) }
+    }
+
     /// Encodes and queues the record for `value`, written at `now` and expiring at `expires`
     /// (milliseconds since 1970, 0 for never).
     func write(_ value: [UInt8], forKey key: [UInt8], now: UInt64, expires: UInt64) throws {
@@ -134,7 +157,8 @@ public final class DiskCache: Sendable {
     ///   ``CacheError/lmdb(code:operation:message:)`` with `EINVAL` for a stale window that does
     ///   not end after a nonzero `expires`.
     func prepareWrite(
-        _ value: [UInt8], forKey key: [UInt8], now: UInt64, expires: UInt64, staleUntil: UInt64 = 0
+        _ value: [UInt8], forKey key: [UInt8], now: UInt64, expires: UInt64, staleUntil: UInt64 = 0,
+        tags: EntryTags = .none
     ) throws -> PreparedWrite {
         let storageKey = try StorageKey(key)
         guard Record.isValidStaleWindow(expires: expires, staleUntil: staleUntil) else {
@@ -145,7 +169,7 @@ public final class DiskCache: Sendable {
         guard value.count <= Record.maxValueSize else {
             throw CacheError.valueTooLarge(size: value.count, limit: Record.maxValueSize)
         }
-        let headerSize = Record.headerSize(version: Record.version(staleUntil: staleUntil))
+        let headerSize = Record.headerSize(version: Record.version(staleUntil: staleUntil)) + Record.tagsLength(tags)
         if configuration.durability != .synchronous, value.count <= Self.maxDeferredDeflate,
             value.withUnsafeBytes({ Record.mayDeflate($0, threshold: configuration.compressionThreshold) }),
             configuration.costLimit.map({
@@ -156,13 +180,13 @@ public final class DiskCache: Sendable {
             (try? withStore({ $0.queuedBytes < configuration.maxPendingBytes / 2 })) == true
         {
             let deferred = DeferredRecord(
-                value: value, created: now, expires: expires, staleUntil: staleUntil,
+                value: value, created: now, expires: expires, staleUntil: staleUntil, tags: tags,
                 threshold: configuration.compressionThreshold, level: configuration.compressionLevel)
             return PreparedWrite(key: storageKey, operation: .setDeflatingLater(deferred))
         }
         let record = value.withUnsafeBytes { bytes in
             Record.encode(
-                value: bytes, key: storageKey, now: now, expires: expires, staleUntil: staleUntil,
+                value: bytes, key: storageKey, now: now, expires: expires, staleUntil: staleUntil, tags: tags,
                 threshold: configuration.compressionThreshold,
                 level: configuration.compressionLevel)
         }
@@ -173,11 +197,12 @@ public final class DiskCache: Sendable {
         return PreparedWrite(key: storageKey, operation: .set(record: record))
     }
 
-    /// Queues a prepared write (in synchronous mode, returns once it is committed and synced).
-    func enqueue(_ write: PreparedWrite) throws {
+    /// Queues a prepared write (in synchronous mode, returns once it is committed and synced),
+    /// logged as `origin`'s (``CacheChange/origin``).
+    func enqueue(_ write: PreparedWrite, origin: UInt64 = 0) throws {
         try withStore { store in
             try store.enqueue(
-                write.key, write.operation, limits: limits,
+                write.key, write.operation, origin: origin, limits: limits,
                 synchronous: configuration.durability == .synchronous,
                 maxPendingBytes: configuration.maxPendingBytes)
         }
@@ -207,6 +232,8 @@ public final class DiskCache: Sendable {
         var staleUntil: UInt64
         /// The identity of its record; nil for a queued value whose record the writer builds.
         var record: RecordIdentity?
+        /// Its tags.
+        var tags: EntryTags = .none
         /// True when past `expires` but within its stale window: found only because the read asked
         /// for stale entries.
         var isStale: Bool
@@ -226,7 +253,7 @@ public final class DiskCache: Sendable {
             switch try store.lookUp(storageKey, now: now, includingStale: includingStale) {
             case .miss:
                 return nil
-            case .hit(let value, let created, let expires, let staleUntil, let record):
+            case .hit(let value, let created, let expires, let staleUntil, let tags, let record):
                 let isStale = expires != 0 && expires <= now
                 if !isStale {
                     store.noteRead(
@@ -236,7 +263,7 @@ public final class DiskCache: Sendable {
                 }
                 return DiskEntry(
                     value: value, created: created, expires: expires, staleUntil: staleUntil, record: record,
-                    isStale: isStale)
+                    tags: tags, isStale: isStale)
             case .damaged(let damage):
                 store.reportDamage(storageKey, damage)
                 return nil
@@ -263,10 +290,15 @@ public final class DiskCache: Sendable {
 
     /// Removes the value stored under `key`, if any.
     public func removeData(forKey key: [UInt8]) throws {
+        try removeData(forKey: key, origin: 0)
+    }
+
+    /// ``removeData(forKey:)`` logged as `origin`'s (``CacheChange/origin``).
+    func removeData(forKey key: [UInt8], origin: UInt64) throws {
         try withStore { store in
             try store.enqueue(
-                try StorageKey(key), .remove, limits: limits, synchronous: configuration.durability == .synchronous,
-                maxPendingBytes: configuration.maxPendingBytes)
+                try StorageKey(key), .remove, origin: origin, limits: limits,
+                synchronous: configuration.durability == .synchronous, maxPendingBytes: configuration.maxPendingBytes)
         }
     }
 
@@ -279,7 +311,31 @@ public final class DiskCache: Sendable {
 
     /// Removes every entry (queued writes included) and commits.
     public func removeAll() throws {
-        try withStore { try $0.removeAll() }
+        try removeAll(origin: 0)
+    }
+
+    /// ``removeAll()`` logged as `origin`'s (``CacheChange/origin``).
+    func removeAll(origin: UInt64) throws {
+        try withStore { try $0.removeAll(origin: origin) }
+    }
+
+    /// Removes every entry carrying `tag` (queued writes committed first), in transactions of at
+    /// most 256 removals with the totals exact in each; returns how many it removed. Other
+    /// processes' memory tiers drop the tag's entries when they see the change log
+    /// (``Cache/Configuration/coherence``).
+    ///
+    /// - Complexity: O(k log n) for k entries carrying the tag.
+    /// - Throws: ``CacheError/invalidTag(reason:)`` for an empty tag or one past 255 UTF-8 bytes,
+    ///   ``CacheError/closed``, or the store's failure (entries removed before it stay removed).
+    @discardableResult
+    public func removeAll(taggedWith tag: String) throws -> Int {
+        try removeAll(taggedWith: tag, origin: 0)
+    }
+
+    /// ``removeAll(taggedWith:)`` logged as `origin`'s.
+    func removeAll(taggedWith tag: String, origin: UInt64) throws -> Int {
+        let bytes = try EntryTags.storedBytes(of: tag)
+        return try withStore { try $0.removeAll(taggedWith: bytes, origin: origin) }
     }
 
     // MARK: Trimming

@@ -8,17 +8,23 @@
 /// - `expiry`: 8-byte big-endian removal time ‖ stored key → empty, for entries that expire. The
 ///   time is the record's ``Record/Header/removalDeadline``: the end of its stale window when it
 ///   has one, else its expiry.
+/// - `tags`: the tag's 8-byte index prefix (``EntryTags/indexPrefix(_:)``) ‖ stored key → empty,
+///   for entries with tags, so removing a tag's k entries costs O(k log n).
+/// - `changes`: 8-byte big-endian sequence number → one ``CacheChange``: the change log that
+///   memory tiers in other processes follow (DiskStore+ChangeLog.swift). Bounded.
 /// - `info`: `count`, `bytes` (the totals, kept exact inside every write transaction) and
 ///   `format` (the record format version of the store: ``Record/formatVersion``, which builds that
 ///   read it can open; format 3 records, with a stale window, do not change it).
 struct DiskDatabases {
-    static let names = ["records", "lastAccess", "access", "expiry", "info"]
+    static let names = ["records", "lastAccess", "access", "expiry", "info", "tags", "changes"]
 
     let records: Database
     let lastAccess: Database
     let access: Database
     let expiry: Database
     let info: Database
+    let tags: Database
+    let changes: Database
 
     init(_ opened: [String: Database]) {
         records = opened["records"]!
@@ -26,6 +32,8 @@ struct DiskDatabases {
         access = opened["access"]!
         expiry = opened["expiry"]!
         info = opened["info"]!
+        tags = opened["tags"]!
+        changes = opened["changes"]!
     }
 
     /// When the entry under `key`, whose record says `created`, was last used.
@@ -40,6 +48,11 @@ struct DiskDatabases {
         for index in 0..<8 { bytes[index] = UInt8(truncatingIfNeeded: time >> UInt64(56 - 8 * index)) }
         bytes.append(contentsOf: key)
         return bytes
+    }
+
+    /// The tag index's key of `key` under the tag stored as `tag`.
+    static func tagIndexKey(tag: [UInt8], key: [UInt8]) -> [UInt8] {
+        EntryTags.indexPrefix(tag) + key
     }
 
     /// Splits an index key into its time and stored key.

@@ -1,5 +1,6 @@
 // What a batch does inside its write transaction: records and their index entries put or
-// removed, read uses moved in the access order, damaged and unusable records removed, totals kept.
+// removed, read uses moved in the access order, damaged and unusable records removed, totals kept,
+// and its writes and removals logged for other processes' memory tiers (DiskStore+ChangeLog.swift).
 extension DiskStore {
     /// What applying a batch did: the totals after it, the bytes it added (negative when it
     /// freed more), the access updates it made and the oldest access after it.
@@ -14,7 +15,10 @@ extension DiskStore {
     func apply(_ batch: WriteBatch, _ txn: WriteTransaction) throws -> Applied {
         var totals = try Totals(txn, db.info)
         let before = totals
+        var changes: [CacheChange] = []
+        changes.reserveCapacity(batch.writes.count)
         for write in batch.writes {
+            changes.append(CacheChange(kind: .key, origin: write.origin, subject: write.key.key))
             let record: [UInt8]
             switch write.operation {
             case .set(let built): record = built
@@ -35,6 +39,9 @@ extension DiskStore {
                 if header.removalDeadline != 0 {
                     try txn.put(
                         db.expiry, DiskDatabases.indexKey(time: header.removalDeadline, key: write.key.bytes), [])
+                }
+                for tag in Record.tags(bytes, header: header).bytes {
+                    try txn.put(db.tags, DiskDatabases.tagIndexKey(tag: tag, key: write.key.bytes), [])
                 }
             }
             totals.count += 1
@@ -66,6 +73,7 @@ extension DiskStore {
             try removeEntry(key.bytes, txn, &totals)
         }
         if totals != before { try totals.save(txn, db.info) }
+        try appendChanges(changes, txn)
         return Applied(
             totals: totals, added: totals.bytes - before.bytes, moved: moved, oldestAccess: try oldestAccessTime(txn))
     }
@@ -76,12 +84,14 @@ extension DiskStore {
         let cost = Totals.cost(keyLength: key.count, recordLength: bytes.count)
         let header = Record.Header(bytes)
         // `bytes` points into the map: read all of it before the first change.
+        let tags = header.map { Record.tags(bytes, header: $0) } ?? .none
         if let header {
             let accessed = try db.lastAccess(txn, key, created: header.created)
             try txn.delete(db.access, DiskDatabases.indexKey(time: accessed, key: key))
             if header.removalDeadline != 0 {
                 try txn.delete(db.expiry, DiskDatabases.indexKey(time: header.removalDeadline, key: key))
             }
+            for tag in tags.bytes { try txn.delete(db.tags, DiskDatabases.tagIndexKey(tag: tag, key: key)) }
         }
         // A record with a damaged header leaves index entries behind; trimming drops them when it
         // reaches them (see `evictThroughIndex`).

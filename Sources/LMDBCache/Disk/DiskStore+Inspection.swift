@@ -54,7 +54,7 @@ extension DiskStore {
                     return true
                 }
                 statistics.logicalBytes += header.valueLength
-                statistics.payloadBytes += bytes.count - header.size - header.keyLength
+                statistics.payloadBytes += bytes.count - header.payloadOffset
                 if header.flags.contains(.compressed) { statistics.compressedEntries += 1 }
                 // From the record, not the expiry index: the index keys an entry with a stale
                 // window by the window's end, which is past its expiry.

@@ -6,7 +6,8 @@ extension DiskStore {
         /// The value, when its record was written, when it expires (0 for never), the end of its
         /// stale window (0 for none), and the identity of its record (nil for a queued value whose
         /// record the writer builds).
-        case hit([UInt8], created: UInt64, expires: UInt64, staleUntil: UInt64, record: RecordIdentity?)
+        case hit(
+            [UInt8], created: UInt64, expires: UInt64, staleUntil: UInt64, tags: EntryTags, record: RecordIdentity?)
         case damaged(Record.Damage)
     }
 
@@ -27,7 +28,7 @@ extension DiskStore {
                 }
                 return .hit(
                     deferred.value, created: deferred.created, expires: deferred.expires,
-                    staleUntil: deferred.staleUntil, record: nil)
+                    staleUntil: deferred.staleUntil, tags: deferred.tags, record: nil)
             case .remove: return .miss
             }
             return try record.withUnsafeBytes { bytes -> Lookup in
@@ -36,7 +37,8 @@ extension DiskStore {
                 }
                 return .hit(
                     found.value, created: found.header.created, expires: found.header.expires,
-                    staleUntil: found.header.staleUntil, record: RecordIdentity(bytes)!)
+                    staleUntil: found.header.staleUntil, tags: Record.tags(bytes, header: found.header),
+                    record: RecordIdentity(bytes)!)
             }
         }
         return try env.read { txn -> Lookup in
@@ -50,7 +52,8 @@ extension DiskStore {
             guard let found else { return .miss }
             return .hit(
                 found.value, created: found.header.created, expires: found.header.expires,
-                staleUntil: found.header.staleUntil, record: RecordIdentity(bytes)!)
+                staleUntil: found.header.staleUntil, tags: Record.tags(bytes, header: found.header),
+                    record: RecordIdentity(bytes)!)
         }
     }
 

@@ -3,17 +3,18 @@ import Foundation
 // The write queue and its commits: callers queue, the writer thread commits in batches, syncs,
 // and trims when a batch passes the limits or the volume is short of space.
 extension DiskStore {
-    /// Queues `operation`; with `synchronous`, returns once it is committed and synced.
-    /// Waits first while more than `maxPendingBytes` are queued.
+    /// Queues `operation`, made by `origin` (``CacheChange/origin``); with `synchronous`, returns
+    /// once it is committed and synced. Waits first while more than `maxPendingBytes` are queued.
     func enqueue(
-        _ key: StorageKey, _ operation: PendingOperation, limits: DiskLimits, synchronous: Bool, maxPendingBytes: Int
+        _ key: StorageKey, _ operation: PendingOperation, origin: UInt64 = 0, limits: DiskLimits, synchronous: Bool,
+        maxPendingBytes: Int
     ) throws {
         var queued: (sequence: UInt64, schedule: Bool)?
         while true {
             // One lock for the common case; only a full queue takes the waiting path.
             queued = state.withLock { pending in
                 guard pending.queuedBytes <= maxPendingBytes else { return nil }
-                let sequence = pending.enqueue(key, operation, limits: limits)
+                let sequence = pending.enqueue(key, operation, origin: origin, limits: limits)
                 pendingKeys.store(pending.pendingKeyCount, ordering: .releasing)
                 if synchronous { pending.requestSync(through: sequence) }
                 return (sequence, scheduleDrain(&pending))
@@ -340,8 +341,9 @@ extension DiskStore {
         }
     }
 
-    /// Removes every entry, queued writes included, and commits (on the writer).
-    func removeAll() throws {
+    /// Removes every entry, queued writes included, and commits (on the writer), logging the
+    /// change as `origin`'s.
+    func removeAll(origin: UInt64 = 0) throws {
         try env.writer.sync {
             drain()
             try env.write { txn in
@@ -349,7 +351,9 @@ extension DiskStore {
                 try txn.empty(db.lastAccess)
                 try txn.empty(db.access)
                 try txn.empty(db.expiry)
+                try txn.empty(db.tags)
                 try Totals().save(txn, db.info)
+                try appendChanges([CacheChange(kind: .all, origin: origin)], txn)
             }
         }
     }

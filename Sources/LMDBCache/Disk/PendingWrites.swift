@@ -17,20 +17,23 @@ struct DeferredRecord: Sendable {
     /// Milliseconds since 1970 until which it is kept past `expires` for reads that ask for stale
     /// entries; 0 for none (see ``Record/Header/staleUntil``).
     var staleUntil: UInt64 = 0
+    /// The entry's tags.
+    var tags: EntryTags = .none
     let threshold: Int?
     let level: Int
 
-    /// The record, as ``Record/encode(value:key:now:expires:staleUntil:threshold:level:)`` builds it.
+    /// The record, as ``Record/encode(value:key:now:expires:staleUntil:tags:threshold:level:)`` builds it.
     func record(for key: StorageKey) -> [UInt8] {
         value.withUnsafeBytes {
             Record.encode(
-                value: $0, key: key, now: created, expires: expires, staleUntil: staleUntil, threshold: threshold,
-                level: level)
+                value: $0, key: key, now: created, expires: expires, staleUntil: staleUntil, tags: tags,
+                threshold: threshold, level: level)
         }
     }
 
-    /// The header size of its record: 40 bytes with a stale window, else 32.
-    var headerSize: Int { Record.headerSize(version: Record.version(staleUntil: staleUntil)) }
+    /// The bytes its record holds before the payload, the full key aside: the header (40 bytes
+    /// with a stale window, else 32) and the tags.
+    var headerSize: Int { Record.headerSize(version: Record.version(staleUntil: staleUntil)) + Record.tagsLength(tags) }
 
     /// True when past `expires`: never returned by a plain read.
     func isExpired(at now: UInt64) -> Bool { expires != 0 && expires <= now }
@@ -77,14 +80,18 @@ struct QueuedWrite: Sendable {
     let sequence: UInt64
     let key: StorageKey
     let operation: PendingOperation
+    /// Who made it, for the change log (``CacheChange/origin``); 0 for a write made through no
+    /// cache with a memory tier.
+    let origin: UInt64
     /// The bytes it holds in the queue: the key and its record, for a record the writer builds
     /// the most it can take (undeflated). Fixed at enqueue, so the queue's count stays exact.
     let byteCount: Int
 
-    init(sequence: UInt64, key: StorageKey, operation: PendingOperation) {
+    init(sequence: UInt64, key: StorageKey, operation: PendingOperation, origin: UInt64) {
         self.sequence = sequence
         self.key = key
         self.operation = operation
+        self.origin = origin
         switch operation {
         case .set(let record): byteCount = record.count + key.bytes.count
         case .setDeflatingLater(let deferred):
@@ -96,6 +103,7 @@ struct QueuedWrite: Sendable {
     private init(_ write: QueuedWrite, record: [UInt8]) {
         sequence = write.sequence
         key = write.key
+        origin = write.origin
         operation = .set(record: record)
         byteCount = write.byteCount
     }
@@ -194,10 +202,12 @@ struct PendingWrites {
     var pendingKeyCount: Int { newest.count }
 
     /// Queues `operation` for `key`, under the writing handle's `limits`; returns its sequence number.
-    mutating func enqueue(_ key: StorageKey, _ operation: PendingOperation, limits: DiskLimits) -> UInt64 {
+    mutating func enqueue(
+        _ key: StorageKey, _ operation: PendingOperation, origin: UInt64 = 0, limits: DiskLimits
+    ) -> UInt64 {
         self.limits = limits
         lastQueued += 1
-        let write = QueuedWrite(sequence: lastQueued, key: key, operation: operation)
+        let write = QueuedWrite(sequence: lastQueued, key: key, operation: operation, origin: origin)
         queue.append(write)
         newest[key] = write
         queuedBytes += write.byteCount

@@ -3,7 +3,7 @@
 /// | offset | size | field |
 /// |---|---|---|
 /// | 0 | 1 | format version: 2 (``formatVersion``), or 3 (``staleWindowVersion``) |
-/// | 1 | 1 | flags: 1 = payload is raw deflate, 2 = full key stored |
+/// | 1 | 1 | flags: 1 = payload is raw deflate, 2 = full key stored, 4 = tags stored |
 /// | 2 | 2 | key tag: the low 16 bits of the crc32 of the stored (LMDB) key |
 /// | 4 | 4 | crc32 of bytes 0..<4 and 8..<end |
 /// | 8 | 8 | created (the last write), ms since 1970 |
@@ -11,7 +11,11 @@
 /// | 24 | 4 | value length before compression |
 /// | 28 | 4 | full key length (0 unless flag 2) |
 /// | 32 | 8 | format 3 only: stale until, ms since 1970; after a nonzero `expires` |
-/// | 32 or 40 | … | the full key (when flag 2), then the payload |
+/// | 32 or 40 | … | the full key (when flag 2), then the tags (when flag 4), then the payload |
+///
+/// The tags (``EntryTags``): one byte of count (1 to ``EntryTags/maxCount``), then per tag one
+/// byte of length (1 to 255) and its bytes, sorted. The checksum covers them. Builds before tags
+/// see flag 4 as damage (a miss, then removed), as they see format 3.
 ///
 /// A record is immutable: reads that move an entry in the access order write 8 bytes to the
 /// `lastAccess` database instead, so a read never rewrites a (possibly large) record.
@@ -51,6 +55,7 @@ package struct Record {
         package init(rawValue: UInt8) { self.rawValue = rawValue }
         static let compressed = Flags(rawValue: 1)
         static let fullKey = Flags(rawValue: 2)
+        static let tagged = Flags(rawValue: 4)
     }
 
     enum Offset {
@@ -63,6 +68,59 @@ package struct Record {
         static let valueLength = 24
         static let keyLength = 28
         static let staleUntil = 32
+    }
+
+    /// The length of a well-formed tags section at `offset` of `bytes`; nil when it runs past the
+    /// end or breaks the limits (no tag, more than ``EntryTags/maxCount``, an empty one).
+    static func tagsLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Int? {
+        guard offset < bytes.count else { return nil }
+        let count = Int(bytes[offset])
+        guard count >= 1, count <= EntryTags.maxCount else { return nil }
+        var position = offset + 1
+        for _ in 0..<count {
+            guard position < bytes.count else { return nil }
+            let length = Int(bytes[position])
+            guard length >= 1, position + 1 + length <= bytes.count else { return nil }
+            position += 1 + length
+        }
+        return position - offset
+    }
+
+    /// The tags of a record that passed ``validate(_:)`` (none without flag 4).
+    package static func tags(_ bytes: UnsafeRawBufferPointer, header: Header) -> EntryTags {
+        guard header.tagsLength > 0 else { return .none }
+        var position = header.size + header.keyLength
+        let count = Int(bytes[position])
+        position += 1
+        var tags: [[UInt8]] = []
+        tags.reserveCapacity(count)
+        for _ in 0..<count {
+            let length = Int(bytes[position])
+            tags.append(Array(bytes[(position + 1)..<(position + 1 + length)]))
+            position += 1 + length
+        }
+        return EntryTags(checked: tags)
+    }
+
+    /// True when the record carries the tag stored as `tag` (``EntryTags/storedBytes(of:)``),
+    /// read in place.
+    package static func carries(_ bytes: UnsafeRawBufferPointer, header: Header, tag: [UInt8]) -> Bool {
+        guard header.tagsLength > 0 else { return false }
+        var position = header.size + header.keyLength
+        let count = Int(bytes[position])
+        position += 1
+        for _ in 0..<count {
+            let length = Int(bytes[position])
+            let stored = UnsafeRawBufferPointer(rebasing: bytes[(position + 1)..<(position + 1 + length)])
+            if stored.elementsEqual(tag) { return true }
+            position += 1 + length
+        }
+        return false
+    }
+
+    /// Bytes the tags section of `tags` takes (0 for none).
+    static func tagsLength(_ tags: EntryTags) -> Int {
+        tags.isEmpty ? 0 : tags.bytes.reduce(1) { $0 + 1 + $1.count }
     }
 
     /// The header size of a record of format `version`: 40 for format 3, else 32 (unknown formats
@@ -89,6 +147,8 @@ package struct Record {
         package var staleUntil: UInt64
         package var valueLength: Int
         package var keyLength: Int
+        /// Bytes of the tags section (0 without flag 4).
+        package var tagsLength: Int
 
         /// Parses the header; nil when `bytes` cannot be a record of a format this build reads.
         package init?(_ bytes: UnsafeRawBufferPointer) {
@@ -105,13 +165,21 @@ package struct Record {
             // Both lengths are 32-bit: their sums below cannot overflow a 64-bit Int.
             valueLength = Int(bytes.loadLE(UInt32.self, at: Offset.valueLength))
             keyLength = Int(bytes.loadLE(UInt32.self, at: Offset.keyLength))
-            guard flags.rawValue & ~3 == 0, flags.contains(.fullKey) == (keyLength > 0), size + keyLength <= bytes.count
+            guard flags.rawValue & ~7 == 0, flags.contains(.fullKey) == (keyLength > 0), size + keyLength <= bytes.count
             else { return nil }
             if version == Record.staleWindowVersion && (expires == 0 || staleUntil <= expires) { return nil }
-            if !flags.contains(.compressed) && size + keyLength + valueLength != bytes.count {
+            tagsLength = 0
+            if flags.contains(.tagged) {
+                guard let length = Record.tagsLength(bytes, at: size + keyLength) else { return nil }
+                tagsLength = length
+            }
+            if !flags.contains(.compressed) && size + keyLength + tagsLength + valueLength != bytes.count {
                 return nil
             }
         }
+
+        /// Where the payload begins: after the header, the full key and the tags.
+        package var payloadOffset: Int { size + keyLength + tagsLength }
 
         /// Bytes of this header: where the full key, else the payload, begins.
         package var size: Int { Record.headerSize(version: version) }
@@ -161,7 +229,7 @@ package struct Record {
     /// ``isValidStaleWindow(expires:staleUntil:)``) the record is format 3, else format 2.
     package static func encode(
         value: UnsafeRawBufferPointer, key: StorageKey, now: UInt64, expires: UInt64, staleUntil: UInt64 = 0,
-        threshold: Int?, level: Int
+        tags: EntryTags = .none, threshold: Int?, level: Int
     ) -> [UInt8] {
         precondition(isValidStaleWindow(expires: expires, staleUntil: staleUntil), "a stale window ends after expires")
         let version = version(staleUntil: staleUntil)
@@ -169,8 +237,10 @@ package struct Record {
         let fullKey = key.fullKey
         let tag = keyTag(key.bytes)
         let keyLength = fullKey?.count ?? 0
-        let payloadOffset = size + keyLength
+        let tagsLength = tagsLength(tags)
+        let payloadOffset = size + keyLength + tagsLength
         var flags: Flags = fullKey == nil ? [] : .fullKey
+        if tagsLength > 0 { flags.insert(.tagged) }
         return [UInt8](unsafeUninitializedCapacity: payloadOffset + value.count) { buffer, count in
             let raw = UnsafeMutableRawBufferPointer(buffer)
             let payloadArea = UnsafeMutableRawBufferPointer(rebasing: raw[payloadOffset...])
@@ -196,6 +266,19 @@ package struct Record {
             if let fullKey {
                 fullKey.withUnsafeBytes { key in
                     (raw.baseAddress! + size).copyMemory(from: key.baseAddress!, byteCount: keyLength)
+                }
+            }
+            if tagsLength > 0 {
+                var position = size + keyLength
+                raw[position] = UInt8(tags.bytes.count)
+                position += 1
+                for tag in tags.bytes {
+                    raw[position] = UInt8(tag.count)
+                    for byte in tag {
+                        position += 1
+                        raw[position] = byte
+                    }
+                    position += 1
                 }
             }
             count = payloadOffset + payloadLength
@@ -269,7 +352,7 @@ package struct Record {
 
     /// The value, inflated when compressed. `bytes` must have passed ``validate(_:)``.
     package static func value(_ bytes: UnsafeRawBufferPointer, header: Header) throws(Damage) -> [UInt8] {
-        let payload = UnsafeRawBufferPointer(rebasing: bytes[(header.size + header.keyLength)...])
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[header.payloadOffset...])
         guard header.flags.contains(.compressed) else { return Array(payload) }
         guard header.valueLength <= maxValueSize else { throw .decompression }
         var ok = false

@@ -122,18 +122,38 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         insert(value, forKey: key, cost: cost, expires: expiresAfter.map { Self.deadline(now, $0) } ?? 0, now: now)
     }
 
+    /// ``insert(_:forKey:cost:expiresAfter:)`` of an entry carrying `tags`, for a later
+    /// ``removeAll(taggedWith:)``. Replacing an entry replaces its tags.
+    ///
+    /// Tags are compared by their Normalization Form C: "caf\u{E9}" and "cafe\u{301}" are one tag.
+    ///
+    /// - Throws: ``CacheError/invalidTag(reason:)`` for an empty tag, one longer than 255 UTF-8
+    ///   bytes, or more than 32 distinct tags; nothing is stored then (any value already there
+    ///   stays).
+    /// - Complexity: O(1) expected plus O(t) for the t tags, plus O(1) per entry evicted.
+    public func insert(
+        _ value: Value, forKey key: Key, cost: Int? = nil, expiresAfter: Duration? = nil, tags: Set<String>
+    ) throws(CacheError) {
+        let tags = try EntryTags(tags)
+        let now = clock.milliseconds
+        insert(
+            value, forKey: key, cost: cost, expires: expiresAfter.map { Self.deadline(now, $0) } ?? 0, now: now,
+            tags: tags)
+    }
+
     /// Inserts with an absolute expiry (milliseconds since 1970, 0 for none); with `ifGeneration`,
     /// only when the key's shard has seen no insert or removal since ``lookUp(_:)`` returned it.
-    /// `servedUntil` and `stored` are the shard's (``MemoryShard/Node``).
+    /// `servedUntil` and `stored` are the shard's (``MemoryShard/Node``); `tags` replace any the
+    /// entry had (``EntryTags/none``: the new entry is untagged).
     @inlinable
     func insert(
         _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, servedUntil: UInt64 = 0, stored: UInt64? = nil,
-        now: UInt64, ifGeneration: UInt64? = nil
+        now: UInt64, ifGeneration: UInt64? = nil, tags: EntryTags = .none
     ) {
         var removed = RemovedEntries<Key, Value>()
         let report = insert(
             value, forKey: key, cost: cost, expires: expires, servedUntil: servedUntil, stored: stored, now: now,
-            ifGeneration: ifGeneration, removed: &removed)
+            ifGeneration: ifGeneration, removed: &removed, tags: tags)
         finish(removed, report)
     }
 
@@ -143,12 +163,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @inlinable
     func insertDeferringRemovals(
         _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, servedUntil: UInt64 = 0, now: UInt64,
-        ifGeneration: UInt64? = nil
+        ifGeneration: UInt64? = nil, tags: EntryTags = .none
     ) -> (RemovedEntries<Key, Value>, ShardReport?) {
         var removed = RemovedEntries<Key, Value>()
         let report = insert(
             value, forKey: key, cost: cost, expires: expires, servedUntil: servedUntil, stored: nil, now: now,
-            ifGeneration: ifGeneration, removed: &removed)
+            ifGeneration: ifGeneration, removed: &removed, tags: tags)
         return (removed, report)
     }
 
@@ -157,7 +177,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @inlinable
     func insert(
         _ value: Value, forKey key: Key, cost: Int?, expires: UInt64, servedUntil: UInt64 = 0, stored: UInt64? = nil,
-        now: UInt64, ifGeneration: UInt64?, removed: inout RemovedEntries<Key, Value>
+        now: UInt64, ifGeneration: UInt64?, removed: inout RemovedEntries<Key, Value>, tags: EntryTags = .none
     ) -> ShardReport? {
         let hash = key.hashValue
         let cost = max(0, cost ?? weigher?(value) ?? 0)
@@ -171,7 +191,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             if isClosed.load(ordering: .relaxed) { return nil }
             shard.insert(
                 value, forKey: key, tag: SlotTable.tag(hash), cost: cost, expires: expires, servedUntil: servedUntil,
-                stored: stored, now: now, removed: &removed)
+                stored: stored, now: now, removed: &removed, tags: tags)
             return metrics == nil ? nil : shard.takeReport(force: false)
         }
     }
@@ -214,6 +234,16 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let hash = key.hashValue
         let now = clock.milliseconds
         return shards.withLock(at: shardIndex(hash)) { $0.metadata(forKey: key, tag: SlotTable.tag(hash), now: now) }
+    }
+
+    /// The tags of the live entry for `key` (``EntryTags/none`` when it has none); nil when there
+    /// is none. Not an access, not counted.
+    func tags(forKey key: Key) -> EntryTags? {
+        let hash = key.hashValue
+        let now = clock.milliseconds
+        return shards.withLock(at: shardIndex(hash)) {
+            $0.entryTags(forKey: key, tag: SlotTable.tag(hash), now: now)
+        }
     }
 
     /// The current time by the cache's clock, in milliseconds since 1970.
@@ -260,6 +290,63 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let hash = key.hashValue
         let now = clock.milliseconds
         return shards.withLock(at: shardIndex(hash)) { $0.contains(key, tag: SlotTable.tag(hash), now: now) }
+    }
+
+    /// Removes every entry carrying `tag` (expired ones included), telling the listener of each
+    /// with ``RemovalReason/explicit``; returns how many were removed.
+    ///
+    /// Tags are compared by their Normalization Form C, as ``insert(_:forKey:cost:expiresAfter:tags:)``
+    /// stores them. An invalid tag (empty, or longer than 255 UTF-8 bytes) matches nothing.
+    ///
+    /// Takes each shard's lock once, one at a time, and moves every shard's generation, even a
+    /// shard holding no entry with the tag: the two-tier cache promotes a value read from disk
+    /// only if its shard's generation has not moved since the memory miss, so a removal by tag
+    /// racing a promotion wins (the promotion is refused rather than bringing back a removed
+    /// entry).
+    /// - Complexity: O(k) for the k entries removed, plus O(s) for the s shards.
+    @discardableResult
+    public func removeAll(taggedWith tag: String) -> Int {
+        let (count, removed, report) = removeAllDeferringRemovals(taggedWith: tag)
+        finish(removed, report)
+        return count
+    }
+
+    /// ``removeAll(taggedWith:)`` that leaves the listener untold, as
+    /// ``removeValueDeferringRemovals(forKey:)``: returns the number removed, the entries for
+    /// ``finish(_:_:)`` and the shards' summed report.
+    func removeAllDeferringRemovals(taggedWith tag: String) -> (Int, RemovedEntries<Key, Value>, ShardReport?) {
+        // An invalid tag can be on no entry: nothing to remove, nothing to bump.
+        guard let bytes = try? EntryTags.storedBytes(of: tag) else { return (0, RemovedEntries(), nil) }
+        return removeAllDeferringRemovals(taggedWithStoredBytes: bytes)
+    }
+
+    /// ``removeAllDeferringRemovals(taggedWith:)`` of a tag given by its stored bytes
+    /// (``EntryTags/storedBytes(of:)``, e.g. read from the disk tier's change log). Moves every
+    /// shard's generation, as ``removeAll(taggedWith:)``.
+    func removeAllDeferringRemovals(taggedWithStoredBytes bytes: [UInt8])
+        -> (Int, RemovedEntries<Key, Value>, ShardReport?)
+    {
+        var removed = RemovedEntries<Key, Value>()
+        var count = 0
+        var total: ShardReport?
+        for index in 0..<shards.count {
+            let report = shards.withLock(at: index) { shard in
+                count += shard.removeAll(taggedWith: bytes, removed: &removed)
+                return metrics == nil ? nil : shard.takeReport(force: true)
+            }
+            if let report { total = total.map { Self.sum($0, report) } ?? report }
+        }
+        return (count, removed, total)
+    }
+
+    /// Two shards' reports as one, each field saturating at ±`Int.max` (as a report's cost is).
+    static func sum(_ a: ShardReport, _ b: ShardReport) -> ShardReport {
+        func add(_ x: Int, _ y: Int) -> Int {
+            Int(clamping: min(max(Int128(x) + Int128(y), -Int128(Int.max)), Int128(Int.max)))
+        }
+        return ShardReport(
+            hits: add(a.hits, b.hits), misses: add(a.misses, b.misses), count: add(a.count, b.count),
+            cost: add(a.cost, b.cost))
     }
 
     /// Removes every entry.

@@ -27,8 +27,9 @@ struct MemoryShard<Key: Hashable, Value> {
         /// Milliseconds since 1970 of the write that stored the value (for `refreshAfter`).
         @usableFromInline var stored: UInt64
         @usableFromInline var tag: UInt32
-        /// Bits 0..<29: ``moved``; bits 29 and 30: ``segment``; bit 31: ``hasServedUntil``.
-        /// Packed so that a node with a `String` key and an array value takes 64 bytes.
+        /// Bits 0..<28: ``moved``; bit 28: ``hasTags``; bits 29 and 30: ``segment``; bit 31:
+        /// ``hasServedUntil``. Packed so that a node with a `String` key and an array value takes
+        /// 64 bytes.
         @usableFromInline var state: UInt32
 
         @inlinable
@@ -40,13 +41,13 @@ struct MemoryShard<Key: Hashable, Value> {
             self.expires = expires
             self.stored = stored
             self.tag = tag
-            state = 0  // moved 0, in the window, no served-until time
+            state = 0  // moved 0, no tags, in the window, no served-until time
         }
 
         /// The bits of ``state`` that hold ``moved``.
-        @inlinable static var movedMask: UInt32 { (1 << 29) - 1 }
+        @inlinable static var movedMask: UInt32 { (1 << 28) - 1 }
 
-        /// The low 29 bits of the shard's ``MemoryShard/moves`` when the node last became the
+        /// The low 28 bits of the shard's ``MemoryShard/moves`` when the node last became the
         /// most recently used of its list (compare with ``movesSince(_:)``).
         @inlinable var moved: UInt32 {
             get { state & Self.movedMask }
@@ -54,7 +55,7 @@ struct MemoryShard<Key: Hashable, Value> {
         }
 
         /// Moves made in the shard since this node was last made the newest of its list, given
-        /// the shard's count now (modulo 2^29).
+        /// the shard's count now (modulo 2^28).
         @inlinable func movesSince(_ moves: UInt32) -> UInt32 {
             (moves &- state) & Self.movedMask
         }
@@ -69,6 +70,14 @@ struct MemoryShard<Key: Hashable, Value> {
                 }
             }
             set { state = (state & ~(3 << 29)) | (UInt32(newValue.rawValue & 3) << 29) }
+        }
+
+        /// True when the shard's ``MemoryShard/entryTags`` holds tags for this node (and
+        /// ``MemoryShard/taggedNodes`` the node under each of them). Untagged nodes, the common
+        /// case, never touch those tables: a removal checks this bit first.
+        @inlinable var hasTags: Bool {
+            get { state & (1 << 28) != 0 }
+            set { state = newValue ? state | (1 << 28) : state & ~(1 << 28) }
         }
 
         /// True when the shard's ``MemoryShard/servedUntil`` holds a time for this node: the
@@ -125,6 +134,14 @@ struct MemoryShard<Key: Hashable, Value> {
     /// The node's ``Node/expires`` is when it is gone. Few entries have one, so they live here
     /// rather than in every node.
     @usableFromInline var servedUntil: [Int32: UInt64] = [:]
+    /// For each node that carries tags (flagged ``Node/hasTags``): its tags. Few entries have
+    /// any, so they live here rather than in every node.
+    @usableFromInline var entryTags: [Int32: EntryTags] = [:]
+    /// The nodes carrying each tag, by the tag's stored bytes (``EntryTags/storedBytes(of:)``):
+    /// a removal by tag finds its entries without a scan. Holds exactly the live nodes' tags:
+    /// every removal of a node goes through ``remove(_:reason:)`` or ``removeAll(removed:)``,
+    /// which drop it, and no set is ever left empty.
+    @usableFromInline var taggedNodes: [[UInt8]: Set<Int32>] = [:]
 
     /// True under `.adaptive` with a count or cost limit: the shard admits by frequency.
     @usableFromInline let isAdaptive: Bool
@@ -274,11 +291,12 @@ struct MemoryShard<Key: Hashable, Value> {
     ///
     /// A new entry enters the window (under `.lru`, the only list) and stays there at least until
     /// the next insert into the shard, whatever the policy: a read right after an insert finds it.
-    /// `servedUntil` (0: until `expires`) and `stored` (nil: `now`) are the node's fields.
+    /// `servedUntil` (0: until `expires`) and `stored` (nil: `now`) are the node's fields; `tags`
+    /// replace any the entry had (``EntryTags/none``: the entry is untagged).
     @inlinable
     mutating func insert(
         _ value: Value, forKey key: Key, tag: UInt32, cost: Int, expires: UInt64, servedUntil: UInt64 = 0,
-        stored: UInt64? = nil, now: UInt64, removed: inout RemovedEntries<Key, Value>
+        stored: UInt64? = nil, now: UInt64, removed: inout RemovedEntries<Key, Value>, tags: EntryTags = .none
     ) {
         statistics.unreported += 1
         generation &+= 1
@@ -304,6 +322,7 @@ struct MemoryShard<Key: Hashable, Value> {
             nodes[i].expires = expires
             nodes[i].stored = stored ?? now
             setServedUntil(servedUntil, at: index)
+            if nodes[i].hasTags || !tags.isEmpty { setTags(tags, at: index) }
             if isAdaptive && change > 0 {
                 // A costlier value may make room by evicting: it starts over as the window's newest
                 // entry, which stays until the next insert (read your writes), and is judged again
@@ -334,6 +353,8 @@ struct MemoryShard<Key: Hashable, Value> {
             table.insert(tag: tag, node: index)
             attach(index, to: .window)
             if servedUntil != 0 { setServedUntil(servedUntil, at: index) }
+            // Before the limits are enforced: an entry evicted at once leaves the index with it.
+            if !tags.isEmpty { setTags(tags, at: index) }
             count += 1
             self.cost += Int128(cost)
             if limits.count == nil, count > sketch.capacity { sketch.ensureCapacity(count) }
@@ -392,6 +413,8 @@ struct MemoryShard<Key: Hashable, Value> {
         nodes = []
         links = []
         servedUntil = [:]
+        entryTags = [:]
+        taggedNodes = [:]
         table.removeAll()
         window = ListEnds()
         probation = ListEnds()
@@ -428,6 +451,7 @@ struct MemoryShard<Key: Hashable, Value> {
         detach(index)
         table.remove(tag: nodes[i].tag, node: index)
         if nodes[i].hasServedUntil { setServedUntil(0, at: index) }
+        if nodes[i].hasTags { setTags(.none, at: index) }
         let entry = (nodes[i].key.take()!, nodes[i].value.take()!, reason)
         count -= 1
         cost -= Int128(nodes[i].cost)

@@ -4,6 +4,7 @@
 /// ``maxCount`` distinct tags. Tags are compared as Swift strings are (canonical equivalence) in
 /// memory and by the UTF-8 bytes of their Normalization Form C on disk, so the two agree.
 /// Stored sorted by those bytes and without duplicates, so an entry's tags have one form.
+@usableFromInline
 package struct EntryTags: Sendable, Hashable {
     /// Most distinct tags one entry carries.
     package static let maxCount = 32
@@ -11,14 +12,14 @@ package struct EntryTags: Sendable, Hashable {
     package static let maxLength = 255
 
     /// The tags, sorted by their stored bytes, without duplicates.
-    package let tags: [String]
+    @usableFromInline package let tags: [String]
     /// Each tag's stored bytes (NFC, UTF-8), in the order of ``tags``.
-    package let bytes: [[UInt8]]
+    @usableFromInline package let bytes: [[UInt8]]
 
     /// No tags.
-    package static let none = EntryTags(checked: [])
+    @usableFromInline package static let none = EntryTags(checked: [])
 
-    package var isEmpty: Bool { tags.isEmpty }
+    @inlinable package var isEmpty: Bool { tags.isEmpty }
 
     /// Checks `tags` against the limits.
     ///
@@ -37,7 +38,7 @@ package struct EntryTags: Sendable, Hashable {
     }
 
     /// Tags whose stored bytes were checked already (read back from a record), sorted and unique.
-    package init(checked bytes: [[UInt8]]) {
+    @usableFromInline package init(checked bytes: [[UInt8]]) {
         self.bytes = bytes
         tags = bytes.map { String(decoding: $0, as: UTF8.self) }
     }

@@ -174,6 +174,47 @@ enum ShardInvariants {
         for index in shard.servedUntil.keys where Int(index) >= nodes.count || nodes[Int(index)].key == nil {
             problems.append("a served-until time for node \(index), which holds no entry")
         }
+        problems += tagProblems(shard)
+        return problems
+    }
+
+    /// The tag tables: a node is flagged ``MemoryShard/Node/hasTags`` exactly when the side
+    /// table holds its (non-empty) tags; every tag index entry is a live node carrying that tag,
+    /// and every tagged node is in the index under each of its tags; no set is empty.
+    static func tagProblems(_ shard: MemoryShard<Int, Int>) -> [String] {
+        var problems: [String] = []
+        let nodes = shard.nodes
+        for (i, node) in nodes.enumerated() {
+            let tags = shard.entryTags[Int32(i)]
+            if node.key == nil {
+                if node.hasTags { problems.append("free node \(i) is flagged as tagged") }
+                continue
+            }
+            if node.hasTags != (tags != nil) {
+                problems.append("node \(i): flagged tagged \(node.hasTags) but tags \(tags as Any)")
+            }
+            guard let tags else { continue }
+            if tags.isEmpty { problems.append("node \(i): an empty set of tags in the side table") }
+            for bytes in tags.bytes where shard.taggedNodes[bytes]?.contains(Int32(i)) != true {
+                problems.append("node \(i) carries tag \(String(decoding: bytes, as: UTF8.self)) but is not indexed")
+            }
+        }
+        for index in shard.entryTags.keys where Int(index) >= nodes.count || nodes[Int(index)].key == nil {
+            problems.append("tags for node \(index), which holds no entry")
+        }
+        for (bytes, members) in shard.taggedNodes {
+            let name = String(decoding: bytes, as: UTF8.self)
+            if members.isEmpty { problems.append("tag \(name) is indexed with no node") }
+            for index in members {
+                guard Int(index) >= 0, Int(index) < nodes.count, nodes[Int(index)].key != nil else {
+                    problems.append("tag \(name) indexes node \(index), which holds no entry")
+                    continue
+                }
+                if shard.entryTags[index]?.bytes.contains(bytes) != true {
+                    problems.append("tag \(name) indexes node \(index), which does not carry it")
+                }
+            }
+        }
         return problems
     }
 }

@@ -1,0 +1,89 @@
+import CLMDB
+import Foundation
+
+// The change log: every write, removal, tag removal and removal of everything committed through
+// the store is appended to the `changes` database in the transaction that makes it, so a reader
+// of the log sees a change exactly when it sees its effect, and in commit order. Memory tiers
+// that share the directory follow it (Coherence/ChangeFollower.swift) and drop what others
+// changed. Trimming, expiry and damage are not logged: memory entries are copies with their own
+// limits, and the disk tier they come from is shared.
+extension DiskStore {
+    /// Most changes the log keeps; a follower further behind drops its whole memory tier.
+    /// At a write every 10 µs that is 0.6 s of writes; a follower polls every few milliseconds.
+    static let changeLogCapacity: UInt64 = 1 << 16
+
+    /// The info key of the sequence number of the newest change logged (0: none yet).
+    static let changeHeadKey = Array("changeHead".utf8)
+
+    /// Appends `changes` to the log in `txn`, stamped with the wall clock now, and drops the
+    /// oldest past ``changeLogCapacity``.
+    func appendChanges(_ changes: [CacheChange], _ txn: WriteTransaction) throws {
+        guard !changes.isEmpty else { return }
+        var head = try Totals.load(txn, db.info, Self.changeHeadKey)
+        let time = UInt64(clamping: Int64((Date().timeIntervalSince1970 * 1_000).rounded(.down)))
+        for var change in changes {
+            change.time = time
+            // A damaged head near the top of the range: the log starts again at 1, which a
+            // follower sees as a head behind its position and answers by dropping its memory tier.
+            head = head >= UInt64.max - Self.changeLogCapacity ? 1 : head + 1
+            try txn.put(db.changes, Self.changeKey(head), change.encoded)
+        }
+        try Totals.store(txn, db.info, Self.changeHeadKey, head)
+        // Oldest first; each append drops at most as many as it adds once the log is full.
+        while let first = try txn.firstKey(db.changes), let sequence = Self.changeSequence(first),
+            sequence + Self.changeLogCapacity <= head || sequence > head
+        {
+            try txn.delete(db.changes, first)
+        }
+    }
+
+    /// What a follower at `position` finds in the log.
+    enum ChangeRead {
+        /// The changes after `position`, through `head`, oldest first (at most the limit asked).
+        case changes([CacheChange], head: UInt64)
+        /// Changes after `position` are gone (the log dropped them, or the store was emptied or
+        /// replaced): the follower must drop its memory tier and go on from `head`.
+        case fellBehind(head: UInt64)
+    }
+
+    /// The newest change's sequence number, committed.
+    func changeHead() throws -> UInt64 {
+        try env.read { try Totals.load($0, db.info, Self.changeHeadKey) }
+    }
+
+    /// The changes logged after `position`, at most `limit` of them. A damaged entry is skipped
+    /// (its change is lost to followers: counted, and they drop their memory tier).
+    func changes(after position: UInt64, limit: Int) throws -> ChangeRead {
+        try env.read { txn in
+            let head = try Totals.load(txn, db.info, Self.changeHeadKey)
+            if head == position { return .changes([], head: head) }
+            if head < position { return .fellBehind(head: head) }
+            var changes: [CacheChange] = []
+            var expected = position + 1
+            var lost = false
+            try txn.forEach(db.changes, from: Self.changeKey(expected)) { key, value in
+                guard let sequence = Self.changeSequence(key), sequence <= head else { return false }
+                guard sequence == expected, let change = CacheChange(encoded: value) else {
+                    lost = true
+                    return false
+                }
+                changes.append(change)
+                expected += 1
+                return changes.count < limit
+            }
+            if lost || changes.isEmpty { return .fellBehind(head: head) }
+            return .changes(changes, head: expected - 1)
+        }
+    }
+
+    /// The log's key of change `sequence`: 8 bytes, big-endian, so the log is in commit order.
+    static func changeKey(_ sequence: UInt64) -> [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: sequence >> UInt64(56 - 8 * $0)) }
+    }
+
+    /// The sequence number of a log key; nil when it is not 8 bytes.
+    static func changeSequence(_ key: some Collection<UInt8>) -> UInt64? {
+        guard key.count == 8 else { return nil }
+        return key.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}
