@@ -541,6 +541,12 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         counters.bulkLoad(keys: keys)
     }
 
+    /// Reads the change log now and applies what other caches changed (for tests: every change
+    /// committed before the call is then applied). Does nothing with coherence off.
+    func followChanges() {
+        follower?.pollNow()
+    }
+
     /// Waits until the listener has heard of every disk eviction so far (for tests).
     func waitForEvictionEvents() {
         disk?.waitForEvictionEvents()

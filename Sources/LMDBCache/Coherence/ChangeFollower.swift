@@ -84,6 +84,12 @@ final class ChangeFollower: Sendable {
         queue.sync {}
     }
 
+    /// Runs a poll now on the follower's queue and returns once it is done: for tests, which then
+    /// know every change committed before the call is applied.
+    func pollNow() {
+        queue.sync { poll() }
+    }
+
     /// Reads the feed until it has nothing more and applies what others changed. Runs on the
     /// follower's queue (tests call it directly too).
     func poll() {

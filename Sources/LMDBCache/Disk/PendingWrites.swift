@@ -87,7 +87,7 @@ struct QueuedWrite: Sendable {
     /// the most it can take (undeflated). Fixed at enqueue, so the queue's count stays exact.
     let byteCount: Int
 
-    init(sequence: UInt64, key: StorageKey, operation: PendingOperation, origin: UInt64) {
+    init(sequence: UInt64, key: StorageKey, operation: PendingOperation, origin: UInt64 = 0) {
         self.sequence = sequence
         self.key = key
         self.operation = operation
