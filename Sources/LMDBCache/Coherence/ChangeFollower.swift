@@ -31,6 +31,9 @@ final class ChangeFollower: Sendable {
     private let target: Target
     private let logger: Logger
     private let queue = DispatchQueue(label: "LMDBCache.ChangeFollower")
+    /// Marks ``queue``, so ``stop()`` called from a removal listener the follower runs does not
+    /// wait for itself.
+    private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
     private let timer = Locked<(any DispatchSourceTimer)?>(nil)
     private let wallClock: @Sendable () -> UInt64
 
@@ -55,6 +58,7 @@ final class ChangeFollower: Sendable {
         self.target = target
         self.logger = logger
         self.wallClock = wallClock
+        queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(queue))
         let cache = ("cache", cacheName)
         receivedCounter = Counter(label: "lmdbcache_invalidations_total", dimensions: [cache, ("result", "received")])
         appliedCounter = Counter(label: "lmdbcache_invalidations_total", dimensions: [cache, ("result", "applied")])
@@ -75,18 +79,19 @@ final class ChangeFollower: Sendable {
         source.resume()
     }
 
-    /// Stops polling and waits for a poll under way.
+    /// Stops polling and waits for a poll under way (unless called from it: a removal listener).
     func stop() {
         timer.withLock { timer in
             timer?.cancel()
             timer = nil
         }
-        queue.sync {}
+        if DispatchQueue.getSpecific(key: Self.queueKey) != ObjectIdentifier(queue) { queue.sync {} }
     }
 
     /// Runs a poll now on the follower's queue and returns once it is done: for tests, which then
     /// know every change committed before the call is applied.
     func pollNow() {
+        if DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(queue) { return poll() }
         queue.sync { poll() }
     }
 

@@ -29,12 +29,19 @@ extension DiskStore {
             try txn.put(db.changes, Self.changeKey(head), change.encoded)
         }
         try Totals.store(txn, db.info, Self.changeHeadKey, head)
-        // Oldest first; each append drops at most as many as it adds once the log is full.
-        while let first = try txn.firstKey(db.changes), let sequence = Self.changeSequence(first),
-            sequence + Self.changeLogCapacity <= head || sequence > head
-        {
-            try txn.delete(db.changes, first)
+        // Oldest first, in one walk: once the log is full, each append drops one. Entries past
+        // the head (left by a head that started over) and keys of another length go too.
+        var dropped: [[UInt8]] = []
+        try txn.forEach(db.changes) { key, _ in
+            guard let sequence = Self.changeSequence(key) else {
+                dropped.append(Array(key))
+                return true
+            }
+            guard sequence + Self.changeLogCapacity <= head || sequence > head else { return false }
+            dropped.append(Array(key))
+            return true
         }
+        for key in dropped { try txn.delete(db.changes, key) }
     }
 
     /// What a follower at `position` finds in the log.
