@@ -82,7 +82,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         memory = MemoryCache(
             configuration: configuration.memoryWithClock, removalListener: removalListener,
             metrics: counters.memoryMetrics, logger: logger)
-        let disk = try DiskCache(directory: directory, configuration: configuration.diskWithClock, logger: logger)
+        let disk = try DiskCache(
+            directory: directory, configuration: configuration.diskWithClock, logger: logger, origin: origin)
         self.disk = disk
         droppedWritesAtOpen = disk.droppedWriteCount
         if let interval = configuration.coherence.pollInterval {
@@ -139,7 +140,11 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                 guard let key = Key(cacheKeyBytes: bytes) else { return false }
                 return memory.removeValue(forKey: key) != nil
             },
-            dropTag: { tag in memory.removeAll(taggedWith: String(decoding: tag, as: UTF8.self)) },
+            dropTag: { tag in
+                let (count, removed, report) = memory.removeAllDeferringRemovals(taggedWithStoredBytes: tag)
+                memory.finish(removed, report)
+                return count
+            },
             dropAll: {
                 let count = memory.totalCount
                 memory.removeAll()

@@ -27,16 +27,28 @@ public final class DiskCache: Sendable {
     private let gate = ReadWriteLock()
     private let isClosed = LockedFlag()
     private let scheduler = Locked<TrimScheduler?>(nil)
+    /// Names this handle's changes in the store's change log (``CacheChange/origin``): 0 for a
+    /// handle of its own, whose changes every ``Cache`` on the directory applies; the origin of
+    /// the ``Cache`` whose disk tier it is, so that writing to ``Cache/disk`` directly bypasses
+    /// that cache's memory tier, as it always did, and reaches the others'.
+    let origin: UInt64
 
     /// Opens (creating when missing, owner-only) the cache in `directory`.
     ///
     /// - Throws: ``CacheError/directoryUnavailable(path:reason:)`` when the directory cannot be
     ///   created or used, ``CacheError/damagedStore(path:reason:)`` when the store is damaged and
     ///   the configuration says to fail, ``CacheError/unsupportedFormat(path:found:supported:)``.
-    public init(
+    public convenience init(
         directory: URL, configuration: Configuration = .init(),
         logger: Logger = .lmdbCacheDefault
     ) throws {
+        try self.init(directory: directory, configuration: configuration, logger: logger, origin: 0)
+    }
+
+    /// ``init(directory:configuration:logger:)`` for the disk tier of a ``Cache`` whose origin is
+    /// `origin`.
+    init(directory: URL, configuration: Configuration, logger: Logger, origin: UInt64) throws {
+        self.origin = origin
         let path = directory.standardizedFileURL.path
         self.directory = directory
         self.configuration = configuration
@@ -199,10 +211,10 @@ public final class DiskCache: Sendable {
 
     /// Queues a prepared write (in synchronous mode, returns once it is committed and synced),
     /// logged as `origin`'s (``CacheChange/origin``).
-    func enqueue(_ write: PreparedWrite, origin: UInt64 = 0) throws {
+    func enqueue(_ write: PreparedWrite, origin: UInt64? = nil) throws {
         try withStore { store in
             try store.enqueue(
-                write.key, write.operation, origin: origin, limits: limits,
+                write.key, write.operation, origin: origin ?? self.origin, limits: limits,
                 synchronous: configuration.durability == .synchronous,
                 maxPendingBytes: configuration.maxPendingBytes)
         }
@@ -290,7 +302,7 @@ public final class DiskCache: Sendable {
 
     /// Removes the value stored under `key`, if any.
     public func removeData(forKey key: [UInt8]) throws {
-        try removeData(forKey: key, origin: 0)
+        try removeData(forKey: key, origin: origin)
     }
 
     /// ``removeData(forKey:)`` logged as `origin`'s (``CacheChange/origin``).
@@ -311,7 +323,7 @@ public final class DiskCache: Sendable {
 
     /// Removes every entry (queued writes included) and commits.
     public func removeAll() throws {
-        try removeAll(origin: 0)
+        try removeAll(origin: origin)
     }
 
     /// ``removeAll()`` logged as `origin`'s (``CacheChange/origin``).
@@ -329,7 +341,7 @@ public final class DiskCache: Sendable {
     ///   ``CacheError/closed``, or the store's failure (entries removed before it stay removed).
     @discardableResult
     public func removeAll(taggedWith tag: String) throws -> Int {
-        try removeAll(taggedWith: tag, origin: 0)
+        try removeAll(taggedWith: tag, origin: origin)
     }
 
     /// ``removeAll(taggedWith:)`` logged as `origin`'s.
