@@ -17,7 +17,8 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case unsupportedFormat = 5
     /// Another process has the store open, and the operation needs it alone.
     case storeInUse = 6
-    /// An input file or argument value is not what it must be (an export file, a duration).
+    /// An input file or argument value is not what it must be (an export file, a duration, a
+    /// tag).
     case badInput = 7
     /// A symbolic link in the cache directory would lead elsewhere.
     case unsafePath = 8
@@ -71,7 +72,7 @@ public struct DumpFailure: Error, CustomStringConvertible, Sendable {
         case .damagedStore: status = .damaged
         case .unsupportedFormat: status = .unsupportedFormat
         case .storeInUse: status = .storeInUse
-        case .invalidKey, .valueTooLarge: status = .badInput
+        case .invalidKey, .invalidTag, .valueTooLarge: status = .badInput
         case .notFound: status = .keyNotFound
         default: status = .failure
         }

@@ -4,7 +4,7 @@ import LMDBCache
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List entries: key, stored and raw size, compression, created, last access, expiry.")
+        abstract: "List entries: key, stored and raw size, compression, created, last access, expiry, tags.")
 
     enum Order: String, ExpressibleByArgument, CaseIterable {
         /// By key bytes.
@@ -18,6 +18,8 @@ struct List: ParsableCommand {
     @OptionGroup var common: CommonOptions
     @Option(help: "Only keys starting with this text (UTF-8).")
     var prefix: String = ""
+    @Option(help: "Only entries carrying this tag (found through the tag index).")
+    var tag: String?
     @Option(help: "At most this many entries.")
     var limit: Int?
     @Option(help: "key, access (least recently used first) or size (largest first).")
@@ -41,19 +43,19 @@ struct List: ParsableCommand {
                 let rows = entries.map { entry -> [String] in
                     if let damage = entry.damage {
                         return [
-                            displayKey(entry.key), format.count(entry.storedBytes), "-", "-", "-", "-",
+                            displayKey(entry.key), format.count(entry.storedBytes), "-", "-", "-", "-", "-",
                             "damaged: \(damage)",
                         ]
                     }
                     return [
                         displayKey(entry.key), format.count(entry.storedBytes), format.count(entry.valueBytes),
                         entry.isCompressed ? "yes" : "no", format.time(entry.created), format.time(entry.accessed),
-                        entry.expires.map(format.time) ?? "never",
+                        entry.expires.map(format.time) ?? "never", Self.tagsCell(entry.tags),
                     ]
                 }
                 Console.write(
                     format.table(
-                        ["KEY", "STORED", "RAW", "COMPRESSED", "CREATED", "ACCESSED", "EXPIRES"], rows,
+                        ["KEY", "STORED", "RAW", "COMPRESSED", "CREATED", "ACCESSED", "EXPIRES", "TAGS"], rows,
                         rightAligned: [1, 2]))
             }
             return .success
@@ -63,6 +65,12 @@ struct List: ParsableCommand {
     /// The entries to show, in order. Key order streams and stops at the limit; the other orders
     /// read every matching entry first.
     private func collect(_ disk: DiskCache) throws -> [StoredEntry] {
+        if let tag {
+            // The tag index names the entries: no scan of the store.
+            var entries = try disk.storedEntries(taggedWith: tag).filter { $0.key.starts(with: Array(prefix.utf8)) }
+            sortAndLimit(&entries)
+            return entries
+        }
         let wanted = sort == .key ? (limit ?? Int.max) : Int.max
         var entries: [StoredEntry] = []
         var after: [UInt8]?
@@ -76,13 +84,25 @@ struct List: ParsableCommand {
             after = last.storedKey
             progress.update(entries.count)
         }
+        sortAndLimit(&entries)
+        return entries
+    }
+
+    private func sortAndLimit(_ entries: inout [StoredEntry]) {
         switch sort {
         case .key: entries.sort { $0.key.lexicographicallyPrecedes($1.key) }
         case .access: entries.sort { ($0.accessed, $0.key.count) < ($1.accessed, $1.key.count) }
         case .size: entries.sort { $0.storedBytes > $1.storedBytes }
         }
         if let limit { entries = Array(entries.prefix(limit)) }
-        return entries
+    }
+
+    /// An entry's tags in one cell: each escaped as keys are (``displayKey(_:)``), a comma also
+    /// escaped (`\x2c`) so it cannot pass for the separator; `-` for none.
+    static func tagsCell(_ tags: [String]) -> String {
+        guard !tags.isEmpty else { return "-" }
+        return tags.map { TerminalText.escaped($0).replacingOccurrences(of: ",", with: #"\x2c"#) }.joined(
+            separator: ",")
     }
 
     private static func object(_ entry: StoredEntry) -> [String: Any] {
@@ -91,6 +111,7 @@ struct List: ParsableCommand {
             "storedBytes": entry.storedBytes, "valueBytes": entry.valueBytes, "compressed": entry.isCompressed,
             "created": Int(entry.created), "accessed": Int(entry.accessed),
             "expires": entry.expires.map { Int($0) as Any } ?? NSNull(),
+            "tags": entry.tags.map { TerminalText.escaped($0) },
         ]
         if let damage = entry.damage { object["damage"] = damage }
         return object

@@ -14,10 +14,14 @@ struct Put: ParsableCommand {
     var file: String?
     @Option(name: .customLong("expires-after"), help: "Never return it after this long: 90s, 15m, 12h, 7d.")
     var expiresAfter: DurationValue?
+    @Option(name: .customLong("tag"), help: "Tag the entry (repeatable): rm --tag and list --tag find it by each.")
+    var tags: [String] = []
 
     func run() throws {
         try reporting {
             let bytes = try keys.bytes(key)
+            // Checked before the value is read or the store opened.
+            let entryTags = try EntryTags(tags)
             let value: [UInt8]
             do {
                 value =
@@ -28,7 +32,11 @@ struct Put: ParsableCommand {
             }
             let disk = try TargetDirectory.openForWriting(common.path)
             defer { disk.close() }
-            try disk.setData(value, forKey: bytes, expiresAfter: expiresAfter?.duration)
+            if entryTags.isEmpty {
+                try disk.setData(value, forKey: bytes, expiresAfter: expiresAfter?.duration)
+            } else {
+                try disk.setData(value, forKey: bytes, expiresAfter: expiresAfter?.duration, tags: Set(tags))
+            }
             try disk.flush()
             Console.write("stored \(OutputFormatting.count(value.count, "byte")) under \(displayKey(bytes))\n")
             return .success

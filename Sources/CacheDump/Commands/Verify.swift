@@ -5,13 +5,18 @@ struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check every record (checksum, decompression), the indexes and the totals.",
         discussion: """
+            Checks the access, expiry and tag indexes both ways and the change log's entries too. \
             Prints each problem on a line of its own and exits with status 1 when there is any. \
-            --repair removes damaged records and rebuilds the indexes and totals; it needs the \
-            store to itself (exit status 6 while another process has it open).
+            --repair removes damaged records, rebuilds the indexes and totals, and empties a \
+            change log holding a bad entry (processes sharing the cache then drop their memory \
+            tiers); it needs the store to itself (exit status 6 while another process has it open).
             """)
 
     @OptionGroup var common: CommonOptions
-    @Flag(help: "Remove damaged records; rebuild the access and expiry indexes and the totals.")
+    @Flag(
+        help:
+            "Remove damaged records; rebuild the access, expiry and tag indexes and the totals; empty a bad change log."
+    )
     var repair = false
 
     func run() throws {
@@ -28,10 +33,17 @@ struct Verify: ParsableCommand {
                     "repaired: removed \(format.count(repaired.removedRecords, "damaged record")) and "
                         + "\(format.count(repaired.removedAccessTimes, "stray access time")); rebuilt "
                         + "\(format.count(repaired.accessEntries)) access and \(format.count(repaired.expiryEntries)) "
-                        + "expiry index entries; totals \(format.count(repaired.totalsBefore.count, "entry", "entries")), "
+                        + "expiry index entries; tag index: dropped \(format.count(repaired.droppedTagEntries)), "
+                        + "added \(format.count(repaired.addedTagEntries)); "
+                        + "totals \(format.count(repaired.totalsBefore.count, "entry", "entries")), "
                         + "\(format.count(repaired.totalsBefore.bytes)) bytes -> "
                         + "\(format.count(repaired.totalsAfter.count, "entry", "entries")), \(format.count(repaired.totalsAfter.bytes)) bytes\n"
                 )
+                if repaired.droppedChanges > 0 {
+                    Console.write(
+                        "emptied the change log (\(format.count(repaired.droppedChanges, "entry", "entries"))); "
+                            + "processes sharing the cache drop their memory tiers\n")
+                }
                 report = try check(disk)
                 for problem in report.problems { Console.write("still: " + problem + "\n") }
             } else {

@@ -273,7 +273,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// Returns the entries removed: from disk, or in a memory-only cache from memory.
     ///
     /// Queued writes are committed first; the disk tier removes the entries in transactions of at
-    /// most 256 with its totals exact in each. Loads under way are not stopped: a value a loader
+    /// most 1,024 with its totals exact in each. Loads under way are not stopped: a value a loader
     /// returns after this with the tag is a new entry.
     ///
     /// - Complexity: O(k log n) on disk, O(k) in memory, for k entries carrying the tag.

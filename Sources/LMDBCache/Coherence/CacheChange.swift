@@ -1,3 +1,5 @@
+import Foundation
+
 /// A change made through a cache that other caches sharing its data must apply to their memory
 /// tiers: what a change feed (``ChangeFeed``) carries.
 ///
@@ -30,6 +32,13 @@ package struct CacheChange: Sendable, Equatable {
         self.origin = origin
         self.time = time
         self.subject = subject
+    }
+
+    /// The wall clock changes are stamped with and followers measure their lag on: the precise
+    /// `CLOCK_REALTIME` (``CacheClock/system`` reads the coarse one, which may trail it by
+    /// several milliseconds: a lag measured across the two would read low).
+    package static func wallClockNow() -> UInt64 {
+        UInt64(clamping: Int64((Date().timeIntervalSince1970 * 1_000).rounded(.down)))
     }
 
     /// Bytes before the subject.

@@ -51,7 +51,7 @@ final class ChangeFollower: Sendable {
 
     init(
         feed: any ChangeFeed, origin: UInt64, target: Target, cacheName: String, logger: Logger,
-        wallClock: @escaping @Sendable () -> UInt64 = { CacheClock.system.milliseconds }
+        wallClock: @escaping @Sendable () -> UInt64 = { CacheChange.wallClockNow() }
     ) {
         self.feed = feed
         self.origin = origin

@@ -16,7 +16,9 @@ extension Cache {
     public struct Coherence: Sendable, Equatable {
         /// How often the change log is read; nil stops following it (each process then sees
         /// others' changes only once its own memory entries leave, by their limits or expiry).
-        /// Default: 5 ms. Each read that finds nothing costs about a microsecond.
+        /// Default: 5 ms. A poll that finds nothing costs a timer wakeup and the read of one
+        /// integer in a pooled read transaction: measured at 6–13 ms of CPU a second per cache
+        /// on a loaded 2-core VM at 5 ms (about 1 % of a core); a longer interval costs less.
         public var pollInterval: Duration?
 
         /// Follows the change log every `pollInterval`.

@@ -32,6 +32,17 @@ extension DiskCache {
         try withStore { try $0.storedEntries(after: after, prefix: prefix, limit: limit, withValues: withValues) }
     }
 
+    /// The committed entries carrying `tag`, in stored-key order, found through the tag index
+    /// (``storedKeys(taggedWith:)``); one read transaction for the index and one for the entries.
+    /// Call ``flush()`` first to see queued writes. Records no access.
+    ///
+    /// - Throws: ``CacheError/invalidTag(reason:)`` for an empty tag or one past 255 UTF-8 bytes
+    ///   (no entry can carry it).
+    package func storedEntries(taggedWith tag: String, withValues: Bool = false) throws -> [StoredEntry] {
+        let bytes = try EntryTags.storedBytes(of: tag)
+        return try withStore { try $0.storedEntries(taggedWith: bytes, withValues: withValues) }
+    }
+
     /// Counts, sizes, pages, readers and access range of the store: one scan of every record in
     /// one read transaction, O(n).
     package func storeStatistics() throws -> StoreStatistics {
@@ -60,15 +71,16 @@ extension DiskCache {
         try withStore { $0.clearStaleReaderSlots() }
     }
 
-    /// Checks every record (checksum, decompression), the access and expiry indexes and the
-    /// totals against them. O(n log n), in one read transaction. `progress` hears the records
-    /// checked so far, every few thousand.
+    /// Checks every record (checksum, decompression), the access, expiry and tag indexes and the
+    /// totals against them, and the shape of the change log. O(n log n), in one read transaction.
+    /// `progress` hears the records checked so far, every few thousand.
     package func verify(progress: ((Int) -> Void)? = nil) throws -> VerificationReport {
         try withStore { try $0.verify(progress: progress) }
     }
 
-    /// Removes damaged records and rebuilds the indexes and totals from the records. Needs the
-    /// store to itself.
+    /// Removes damaged records and rebuilds the indexes (the tag index included) and totals from
+    /// the records; empties the change log, keeping its head, when an entry of it is bad. Needs
+    /// the store to itself.
     ///
     /// - Throws: ``CacheError/storeInUse(path:operation:)`` while another process has it open.
     package func repair() throws -> RepairReport {

@@ -332,7 +332,7 @@ public final class DiskCache: Sendable {
     }
 
     /// Removes every entry carrying `tag` (queued writes committed first), in transactions of at
-    /// most 256 removals with the totals exact in each; returns how many it removed. Other
+    /// most 1,024 removals with the totals exact in each; returns how many it removed. Other
     /// processes' memory tiers drop the tag's entries when they see the change log
     /// (``Cache/Configuration/coherence``).
     ///

@@ -20,7 +20,7 @@ extension DiskStore {
     func appendChanges(_ changes: [CacheChange], _ txn: WriteTransaction) throws {
         guard !changes.isEmpty else { return }
         var head = try Totals.load(txn, db.info, Self.changeHeadKey)
-        let time = UInt64(clamping: Int64((Date().timeIntervalSince1970 * 1_000).rounded(.down)))
+        let time = CacheChange.wallClockNow()
         for var change in changes {
             change.time = time
             // A damaged head near the top of the range: the log starts again at 1, which a

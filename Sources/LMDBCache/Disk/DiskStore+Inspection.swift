@@ -37,6 +37,28 @@ extension DiskStore {
         }
     }
 
+    /// The committed entries carrying the tag stored as `tag` (``EntryTags/storedBytes(of:)``),
+    /// found through the tag index (``keys(taggedWith:)``), in stored-key order. An entry
+    /// replaced or removed between the index's read and the records' is left out unless it still
+    /// carries the tag. O(k log n) for k entries under the tag's index prefix.
+    func storedEntries(taggedWith tag: [UInt8], withValues: Bool) throws -> [StoredEntry] {
+        let keys = try keys(taggedWith: tag).sorted { $0.lexicographicallyPrecedes($1) }
+        return try env.read { txn in
+            var entries: [StoredEntry] = []
+            for key in keys {
+                guard let bytes = try txn.get(db.records, key),
+                    let header = try? Record.validate(bytes, storedKey: key),
+                    Record.carries(bytes, header: header, tag: tag)
+                else { continue }
+                entries.append(
+                    try StoredEntry(
+                        storedKey: key, record: bytes, accessed: { try db.lastAccess(txn, key, created: $0) },
+                        withValue: withValues))
+            }
+            return entries
+        }
+    }
+
     /// Counts, sizes, pages, readers and access range of the store, entries expired at `now`
     /// counted: one scan of every record in one read transaction, O(n).
     func statistics(now: UInt64) throws -> StoreStatistics {

@@ -1,8 +1,13 @@
 // Removal by tag: the tag index (tag prefix ‖ stored key) names a tag's entries, so removing k
 // of them costs O(k log n), in transactions as small as a trim's with the totals exact in each.
 extension DiskStore {
+    /// Most removals per transaction of a removal by tag: four times a trim's, as each commit
+    /// syncs the file (`.batched` durability) and the writer is held throughout anyway; small
+    /// enough that another process's writer waits a few milliseconds at most.
+    static let tagRemovalBatchSize = 1_024
+
     /// Removes every entry carrying the tag stored as `tag` (``EntryTags/storedBytes(of:)``),
-    /// queued writes committed first, in transactions of at most ``trimBatchSize`` removals, each
+    /// queued writes committed first, in transactions of at most ``tagRemovalBatchSize`` removals, each
     /// logging the removal as `origin`'s (so a follower that applied the last one holds nothing
     /// removed). Holds the writer throughout: this process's writes queued meanwhile commit
     /// after it. The observers hear of each entry removed (reason `.explicit`).
@@ -28,7 +33,7 @@ extension DiskStore {
                     var next: [UInt8]?
                     try txn.forEach(db.tags, from: start) { key, _ in
                         guard key.starts(with: prefix) else { return false }
-                        guard indexKeys.count < Self.trimBatchSize else {
+                        guard indexKeys.count < Self.tagRemovalBatchSize else {
                             next = Array(key)
                             return false
                         }

@@ -6,21 +6,63 @@ package struct VerificationReport: Sendable {
     package var recorded = Totals()
     package var accessEntries = 0
     package var expiryEntries = 0
+    /// Entries of the tag index (tag prefix ‖ stored key).
+    package var tagEntries = 0
+    /// Tag index entries that sound tagged records lack.
+    package var missingTagEntries = 0
+    /// Tag index entries that name no sound record carrying a tag with their prefix.
+    package var orphanedTagEntries = 0
+    /// Entries of the change log, and its head (the `changeHead` info value).
+    package var changeEntries = 0
+    package var changeHead: UInt64 = 0
+    /// Change log entries whose key is not 8 bytes, whose value is not a change, or whose
+    /// sequence number is past the head.
+    package var malformedChangeKeys = 0
+    package var undecodableChanges = 0
+    package var changesPastHead = 0
+    /// True when the `changeHead` info value is there but not 8 bytes.
+    package var malformedChangeHead = false
     /// Stored keys whose record fails its checks, with the reason.
     package var damaged: [(key: [UInt8], reason: String)] = []
     /// Index inconsistencies, one line each.
     package var indexProblems: [String] = []
 
+    /// Change log problems: its entries that are wrong in any way, and its head if malformed.
+    package var badChanges: Int {
+        malformedChangeKeys + undecodableChanges + changesPastHead + (malformedChangeHead ? 1 : 0)
+    }
+
     /// True when nothing is wrong.
     package var isClean: Bool {
         damaged.isEmpty && indexProblems.isEmpty && scanned == recorded
-            && accessEntries == scanned.count
+            && accessEntries == scanned.count && missingTagEntries == 0 && orphanedTagEntries == 0
+            && badChanges == 0
     }
 
     /// Every problem, one line each: damaged records, index problems, totals that differ.
     package var problems: [String] {
         var lines = damaged.map { "damaged record \(escapedKey($0.key)): \($0.reason)" }
         lines += indexProblems
+        if missingTagEntries > 0 {
+            lines.append("tag index lacks \(Self.entries(missingTagEntries)) of tagged records")
+        }
+        if orphanedTagEntries > 0 {
+            lines.append(
+                "tag index: \(Self.entries(orphanedTagEntries, "names", "name")) no record carrying a tag of "
+                    + "\(orphanedTagEntries == 1 ? "its" : "their") prefix")
+        }
+        if malformedChangeKeys > 0 {
+            lines.append("change log: \(Self.entries(malformedChangeKeys, "has", "have")) no 8-byte sequence number")
+        }
+        if undecodableChanges > 0 {
+            lines.append("change log: \(Self.entries(undecodableChanges, "does", "do")) not decode as a change")
+        }
+        if malformedChangeHead {
+            lines.append("change log: its head (the info value changeHead) is not 8 bytes")
+        }
+        if changesPastHead > 0 {
+            lines.append("change log: \(Self.entries(changesPastHead, "is", "are")) past its head (\(changeHead))")
+        }
         if scanned.count != recorded.count {
             lines.append("totals say \(recorded.count) entries; the records number \(scanned.count)")
         }
@@ -28,6 +70,12 @@ package struct VerificationReport: Sendable {
             lines.append("totals say \(recorded.bytes) bytes; the records occupy \(scanned.bytes)")
         }
         return lines
+    }
+
+    /// `1 entry has`, `2 entries have`: the count, the noun and a verb that agree with it.
+    private static func entries(_ count: Int, _ singular: String = "", _ plural: String = "") -> String {
+        let words = count == 1 ? "\(count) entry \(singular)" : "\(count) entries \(plural)"
+        return singular.isEmpty ? String(words.dropLast()) : words
     }
 }
 
@@ -40,6 +88,12 @@ package struct RepairReport: Sendable, Equatable {
     /// Index entries written by the rebuild.
     package var accessEntries = 0
     package var expiryEntries = 0
+    /// Tag index entries dropped (they named no sound record carrying their tag) and added (a
+    /// tagged record lacked them).
+    package var droppedTagEntries = 0
+    package var addedTagEntries = 0
+    /// Change log entries dropped because some were bad (the log is then emptied, its head kept).
+    package var droppedChanges = 0
     /// Totals before and after.
     package var totalsBefore = Totals()
     package var totalsAfter = Totals()
@@ -77,6 +131,8 @@ extension DiskStore {
             var expiring = 0
             // Stored key, write time, removal deadline.
             var records: [([UInt8], UInt64, UInt64)] = []
+            // Stored key → the index prefixes of its tags, for sound tagged records.
+            var tagged: [[UInt8]: Set<[UInt8]>] = [:]
             try txn.forEach(db.records) { key, value in
                 report.scanned.count += 1
                 if report.scanned.count % 4_096 == 0 { progress?(report.scanned.count) }
@@ -86,6 +142,7 @@ extension DiskStore {
                     if header.flags.contains(.compressed) { _ = try Record.value(value, header: header) }
                     // The expiry index keys a record by when trimming removes it.
                     records.append((Array(key), header.created, header.removalDeadline))
+                    if header.tagsLength > 0 { tagged[Array(key)] = Self.tagIndexPrefixes(value, header: header) }
                     if header.removalDeadline != 0 { expiring += 1 }
                 } catch {
                     report.damaged.append((Array(key), error.description))
@@ -117,6 +174,17 @@ extension DiskStore {
                 report.indexProblems.append(
                     "expiry index holds \(report.expiryEntries) entries for \(expiring) expiring records")
             }
+            let tags = try checkTagIndex(txn, tagged: tagged)
+            report.tagEntries = tags.entries
+            report.missingTagEntries = tags.missing
+            report.orphanedTagEntries = tags.orphaned
+            let changes = try checkChangeLog(txn)
+            report.changeEntries = changes.entries
+            report.changeHead = changes.head
+            report.malformedChangeKeys = changes.malformedKeys
+            report.undecodableChanges = changes.undecodable
+            report.changesPastHead = changes.pastHead
+            report.malformedChangeHead = changes.malformedHead
             return report
         }
     }
@@ -126,8 +194,10 @@ extension DiskStore {
 
     /// Commits the queue, removes every damaged record, then rebuilds the access and expiry
     /// indexes, the access times and the totals from the records, in transactions of
-    /// ``repairBatchSize`` records. Needs the store to itself: between those transactions the
-    /// indexes are incomplete.
+    /// ``repairBatchSize`` records; then makes the tag index what the records say (orphans
+    /// dropped, missing entries added: ``rebuildTagIndex()``), and when the change log holds a
+    /// bad entry, empties it, keeping its head (followers then drop their memory tiers). Needs
+    /// the store to itself: between those transactions the indexes are incomplete.
     ///
     /// - Throws: ``CacheError/storeInUse(path:operation:)`` while another process has it open.
     func repair() throws -> RepairReport {
@@ -144,7 +214,8 @@ extension DiskStore {
     private func rebuild() throws -> RepairReport {
         var report = RepairReport()
         report.totalsBefore = try totals()
-        let damaged = try verify().damaged.map(\.key)
+        let found = try verify()
+        let damaged = found.damaged.map(\.key)
         for start in stride(from: 0, to: damaged.count, by: Self.repairBatchSize) {
             try env.write { txn in
                 for key in damaged[start..<min(start + Self.repairBatchSize, damaged.count)] {
@@ -217,6 +288,8 @@ extension DiskStore {
             after = last
         }
         report.totalsAfter = totals
+        (report.droppedTagEntries, report.addedTagEntries) = try rebuildTagIndex()
+        if found.badChanges > 0 { report.droppedChanges = try emptyChangeLog() }
         return report
     }
 }

@@ -19,6 +19,8 @@ package struct StoredEntry: Sendable, Equatable {
     /// Milliseconds since 1970 until which it is kept past `expires` for reads that ask for stale
     /// entries, and after which trimming removes it; nil for no stale window.
     package var staleUntil: UInt64?
+    /// The tags it carries (``EntryTags/tags``: sorted by their stored bytes); empty for none.
+    package var tags: [String] = []
     /// The value, when the caller asked for it.
     package var value: [UInt8]?
     /// Why the record cannot be read, when it is damaged (the other fields are then partial).
@@ -48,6 +50,7 @@ package struct StoredEntry: Sendable, Equatable {
             created = header.created
             expires = header.expires == 0 ? nil : header.expires
             staleUntil = header.staleUntil == 0 ? nil : header.staleUntil
+            tags = Record.tags(bytes, header: header).tags
             if withValue || isCompressed {
                 // A compressed payload is inflated even when not wanted: that is its check.
                 let inflated = try Record.value(bytes, header: header)
