@@ -22,7 +22,7 @@ struct Options: Sendable {
     /// Traces to replay instead of the bundled ones, in order (each `--trace` with the
     /// `--trace-format` and `--sizes` after it); empty: every bundled trace.
     var traces: [TraceRequest] = []
-    /// Where the disk and tiered suites create their stores (removed at the end).
+    /// Where the disk, tiered and coherence suites create their stores (removed at the end).
     var scratchDirectory = FileManager.default.temporaryDirectory.path
     /// Draws each round's order of systems (`--seed`; by default a new one each run, printed).
     var seed = UInt64.random(in: 0...UInt64.max)

@@ -9,9 +9,13 @@ import Foundation
 if CommandLine.arguments.dropFirst().first == TwoProcessChild.flag {
     TwoProcessChild.main(CommandLine.arguments.dropFirst(2))
 }
+// The reader process of the coherence suite (CoherenceReader.swift), with swift-metrics of its own.
+if CommandLine.arguments.dropFirst().first == CoherenceReader.flag {
+    CoherenceReader.main(CommandLine.arguments.dropFirst(2))
+}
 
 /// Every suite, in the order `all` runs them.
-let allSuites: [any Suite] = [MemorySuite(), DiskSuite(), TieredSuite(), HitRateSuite()]
+let allSuites: [any Suite] = [MemorySuite(), DiskSuite(), TieredSuite(), HitRateSuite(), CoherenceSuite()]
 
 let usage = """
     usage: cache-bench [--suite NAME] [--quick] [--json PATH] [--report DIR]
@@ -32,7 +36,8 @@ let usage = """
       --sizes N,N,...       applies to the --trace before it: capacities, entries for arc, bytes for
                             oracle (K, M, G suffixes are binary: 128M is 128 MiB); default: the sizes
                             with published figures (OLTP, cloudPhysicsIO)
-      --dir PATH            where the disk and tiered suites create their stores (default: temp dir)
+      --dir PATH            where the disk, tiered and coherence suites create their stores
+                            (default: temp dir)
       --seed N              the seed of each round's order of systems (default: a new one, printed)
       --workloads W,W,...   disk: only these workloads ("get", "set", "get cold", "YCSB-A 50/50",
                             "YCSB-B 95/5", "get while writing", "two processes", "set synchronous"),

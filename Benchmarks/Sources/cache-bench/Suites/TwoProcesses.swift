@@ -320,7 +320,8 @@ struct TwoProcessFailure: Error, CustomStringConvertible {
 }
 
 /// `text` quoted for an error message, cut to 200 characters: it came from another process.
-private func quoted(_ text: String) -> String {
+/// (Shared with the coherence suite's reader, CoherenceReader.swift.)
+func quoted(_ text: String) -> String {
     let cut = text.count > 200 ? text.prefix(200) + "... (\(text.utf8.count) bytes)" : Substring(text)
     return "\"\(cut)\""
 }
@@ -328,7 +329,7 @@ private func quoted(_ text: String) -> String {
 /// Writes all of `text` to `descriptor`; false when it fails (the reader gone: EPIPE). SIGPIPE is
 /// blocked on this thread meanwhile and a pending one taken, so a reader that has gone is an
 /// error, not the death of this process.
-private func writeIgnoringSIGPIPE(_ descriptor: Int32, _ text: String) -> Bool {
+func writeIgnoringSIGPIPE(_ descriptor: Int32, _ text: String) -> Bool {
     var pipeSignal = sigset_t()
     sigemptyset(&pipeSignal)
     sigaddset(&pipeSignal, SIGPIPE)
@@ -356,7 +357,7 @@ private func writeIgnoringSIGPIPE(_ descriptor: Int32, _ text: String) -> Bool {
 }
 
 /// Lines from a pipe, read with `read(2)` (no Foundation buffering to share the descriptor with).
-private final class LineReader {
+final class LineReader {
     private let descriptor: Int32
     private var buffer: [UInt8] = []
 
