@@ -60,7 +60,7 @@ struct InspectionCommandTests {
         #expect(run.status == 0, "\(run.errorText)")
         #expect(
             run.lines.first?.split(separator: " ", omittingEmptySubsequences: true) == [
-                "KEY", "STORED", "RAW", "COMPRESSED", "CREATED", "ACCESSED", "EXPIRES",
+                "KEY", "STORED", "RAW", "COMPRESSED", "CREATED", "ACCESSED", "EXPIRES", "TAGS",
             ])
         let keys = run.lines.dropFirst().map { String($0.split(separator: " ")[0]) }
         #expect(keys == (0..<16).map { "key\($0)" }.sorted())
@@ -68,8 +68,13 @@ struct InspectionCommandTests {
         #expect(key15.contains(" \(SampleCache.value(15).count) ") && key15.contains(" yes "), "\(key15)")
         #expect(
             try #require(run.lines.first { $0.hasPrefix("key3 ") }).contains(" no "), "211 bytes: below the threshold")
-        #expect(try #require(run.lines.first { $0.hasPrefix("key4 ") }).hasSuffix("Z"), "key4 expires")
-        #expect(try #require(run.lines.first { $0.hasPrefix("key5 ") }).hasSuffix("never"))
+        // The last two columns: the expiry, then the tags ("-": none).
+        func lastTwo(_ key: String) throws -> [Substring] {
+            try #require(run.lines.first { $0.hasPrefix(key + " ") }).split(separator: " ").suffix(2).map { $0 }
+        }
+        #expect(try lastTwo("key4").first?.hasSuffix("Z") == true, "key4 expires")
+        #expect(try lastTwo("key4").last == "-", "untagged")
+        #expect(try lastTwo("key5") == ["never", "-"])
 
         let json = try #require(try CacheDumpRun(["list", cache.path, "--json"]).json() as? [[String: Any]])
         #expect(json.count == 16)
@@ -80,6 +85,7 @@ struct InspectionCommandTests {
         #expect((entry["expires"] as? Int ?? 0) > (entry["created"] as? Int ?? .max))
         #expect((entry["storedBytes"] as? Int ?? 0) > SampleCache.value(4).count)
         #expect(json.first { $0["key"] as? String == "key5" }?["expires"] is NSNull)
+        #expect(json.allSatisfy { ($0["tags"] as? [String])?.isEmpty == true }, "no tags: an empty array")
     }
 
     @Test("list filters by prefix, limits, and sorts by access (least recent first) and size (largest first)")

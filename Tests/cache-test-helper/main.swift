@@ -64,6 +64,11 @@
 //   cache-test-helper faults DIR [address-space]
 //       open, write, flush, read, compact, trim, close, one line per step's outcome (FaultScenario);
 //       run with the inject-faults interposer preloaded, or with its address space capped
+//   cache-test-helper serve DIR [POLL-MS|off]
+//       opens a Cache<String, String> (change log polled every POLL-MS, default 5, or not
+//       followed), prints "ready" and answers commands read from stdin, one line each
+//       (ServeCommand: put, get, mem, rm, rmtag, clear, flush, follow, stats, churn, count,
+//       hammer, hammer-stop, quit)
 import CLMDB
 import CacheTestSupport
 import Foundation
@@ -340,6 +345,8 @@ do {
             print("remove error \(error)")
         }
         exit(0)
+    case "serve":
+        ServeCommand.run(directory: directory, arguments: arguments.dropFirst(3))
     case "closed":
         let disk = try DiskCache(directory: directory)
         disk.close()

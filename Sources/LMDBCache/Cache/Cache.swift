@@ -548,7 +548,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Reads the change log now and applies what other caches changed (for tests: every change
     /// committed before the call is then applied). Does nothing with coherence off.
-    func followChanges() {
+    package func followChanges() {
         follower?.pollNow()
     }
 

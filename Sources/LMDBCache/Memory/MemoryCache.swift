@@ -141,8 +141,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             tags: tags)
     }
 
-    /// Inserts with an absolute expiry (milliseconds since 1970, 0 for none); with `ifGeneration`,
-    /// only when the key's shard has seen no insert or removal since ``lookUp(_:)`` returned it.
+    /// Inserts with an absolute expiry (milliseconds since 1970, 0 for none); with `ifGeneration`
+    /// (a promotion from disk), only when the key's shard has seen no insert or removal since
+    /// ``lookUp(_:)`` returned it, nor a refused promotion of the key (MemoryShard+Promotions.swift).
     /// `servedUntil` and `stored` are the shard's (``MemoryShard/Node``); `tags` replace any the
     /// entry had (``EntryTags/none``: the new entry is untagged).
     @inlinable
@@ -182,16 +183,20 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let hash = key.hashValue
         let cost = max(0, cost ?? weigher?(value) ?? 0)
         return shards.withLock(at: shardIndex(hash)) { shard -> ShardReport? in
-            if let ifGeneration, shard.generation != ifGeneration {
+            let tag = SlotTable.tag(hash)
+            if let ifGeneration,
+                shard.generation != ifGeneration || (!shard.refusals.isEmpty && shard.wasRefused(tag: tag, since: ifGeneration))
+            {
                 // Not promoted, but a disk hit is an access all the same.
-                shard.recordAccess(tag: SlotTable.tag(hash))
+                shard.recordAccess(tag: tag)
+                shard.refusePromotion(key, tag: tag, stored: stored ?? 0, removed: &removed)
                 return nil
             }
             // Relaxed is enough: the shard lock orders this read after the close's emptying.
             if isClosed.load(ordering: .relaxed) { return nil }
             shard.insert(
-                value, forKey: key, tag: SlotTable.tag(hash), cost: cost, expires: expires, servedUntil: servedUntil,
-                stored: stored, now: now, removed: &removed, tags: tags)
+                value, forKey: key, tag: tag, cost: cost, expires: expires, servedUntil: servedUntil,
+                stored: stored, now: now, removed: &removed, tags: tags, promoted: ifGeneration != nil)
             return metrics == nil ? nil : shard.takeReport(force: false)
         }
     }

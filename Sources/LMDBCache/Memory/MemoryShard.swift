@@ -27,8 +27,8 @@ struct MemoryShard<Key: Hashable, Value> {
         /// Milliseconds since 1970 of the write that stored the value (for `refreshAfter`).
         @usableFromInline var stored: UInt64
         @usableFromInline var tag: UInt32
-        /// Bits 0..<28: ``moved``; bit 28: ``hasTags``; bits 29 and 30: ``segment``; bit 31:
-        /// ``hasServedUntil``. Packed so that a node with a `String` key and an array value takes
+        /// Bits 0..<27: ``moved``; bit 27: ``isPromoted``; bit 28: ``hasTags``; bits 29 and 30:
+        /// ``segment``; bit 31: ``hasServedUntil``. Packed so that a node with a `String` key and an array value takes
         /// 64 bytes.
         @usableFromInline var state: UInt32
 
@@ -45,9 +45,9 @@ struct MemoryShard<Key: Hashable, Value> {
         }
 
         /// The bits of ``state`` that hold ``moved``.
-        @inlinable static var movedMask: UInt32 { (1 << 28) - 1 }
+        @inlinable static var movedMask: UInt32 { (1 << 27) - 1 }
 
-        /// The low 28 bits of the shard's ``MemoryShard/moves`` when the node last became the
+        /// The low 27 bits of the shard's ``MemoryShard/moves`` when the node last became the
         /// most recently used of its list (compare with ``movesSince(_:)``).
         @inlinable var moved: UInt32 {
             get { state & Self.movedMask }
@@ -55,7 +55,7 @@ struct MemoryShard<Key: Hashable, Value> {
         }
 
         /// Moves made in the shard since this node was last made the newest of its list, given
-        /// the shard's count now (modulo 2^28).
+        /// the shard's count now (modulo 2^27).
         @inlinable func movesSince(_ moves: UInt32) -> UInt32 {
             (moves &- state) & Self.movedMask
         }
@@ -70,6 +70,13 @@ struct MemoryShard<Key: Hashable, Value> {
                 }
             }
             set { state = (state & ~(3 << 29)) | (UInt32(newValue.rawValue & 3) << 29) }
+        }
+
+        /// True when the value was read from the disk tier (a promotion), not inserted: a
+        /// promotion refused for a different record of the key drops it (``MemoryShard/refusePromotion(_:tag:stored:removed:)``).
+        @inlinable var isPromoted: Bool {
+            get { state & (1 << 27) != 0 }
+            set { state = newValue ? state | (1 << 27) : state & ~(1 << 27) }
         }
 
         /// True when the shard's ``MemoryShard/entryTags`` holds tags for this node (and
@@ -134,6 +141,12 @@ struct MemoryShard<Key: Hashable, Value> {
     /// The node's ``Node/expires`` is when it is gone. Few entries have one, so they live here
     /// rather than in every node.
     @usableFromInline var servedUntil: [Int32: UInt64] = [:]
+    /// The last few promotions refused (``refusePromotion(_:tag:stored:removed:)``): the key's
+    /// slot tag and the shard's generation then. A ring of ``refusalMemory``, allocated by the
+    /// first refusal.
+    @usableFromInline var refusals: [(tag: UInt32, generation: UInt64)] = []
+    @usableFromInline var nextRefusal = 0
+    @inlinable static var refusalMemory: Int { 8 }
     /// For each node that carries tags (flagged ``Node/hasTags``): its tags. Few entries have
     /// any, so they live here rather than in every node.
     @usableFromInline var entryTags: [Int32: EntryTags] = [:]
@@ -296,7 +309,8 @@ struct MemoryShard<Key: Hashable, Value> {
     @inlinable
     mutating func insert(
         _ value: Value, forKey key: Key, tag: UInt32, cost: Int, expires: UInt64, servedUntil: UInt64 = 0,
-        stored: UInt64? = nil, now: UInt64, removed: inout RemovedEntries<Key, Value>, tags: EntryTags = .none
+        stored: UInt64? = nil, now: UInt64, removed: inout RemovedEntries<Key, Value>, tags: EntryTags = .none,
+        promoted: Bool = false
     ) {
         statistics.unreported += 1
         generation &+= 1
@@ -321,6 +335,7 @@ struct MemoryShard<Key: Hashable, Value> {
             nodes[i].accessed = now
             nodes[i].expires = expires
             nodes[i].stored = stored ?? now
+            nodes[i].isPromoted = promoted
             setServedUntil(servedUntil, at: index)
             if nodes[i].hasTags || !tags.isEmpty { setTags(tags, at: index) }
             if isAdaptive && change > 0 {
@@ -352,6 +367,7 @@ struct MemoryShard<Key: Hashable, Value> {
             }
             table.insert(tag: tag, node: index)
             attach(index, to: .window)
+            if promoted { nodes[Int(index)].isPromoted = true }
             if servedUntil != 0 { setServedUntil(servedUntil, at: index) }
             // Before the limits are enforced: an entry evicted at once leaves the index with it.
             if !tags.isEmpty { setTags(tags, at: index) }
@@ -413,6 +429,7 @@ struct MemoryShard<Key: Hashable, Value> {
         nodes = []
         links = []
         servedUntil = [:]
+        refusals = []
         entryTags = [:]
         taggedNodes = [:]
         table.removeAll()

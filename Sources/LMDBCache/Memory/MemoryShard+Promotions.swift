@@ -1,0 +1,44 @@
+// Promotions from the disk tier that lose a race: per key, a read never returns an older value
+// than one a read before it returned, even while the disk changes under concurrent reads.
+//
+// A promotion is refused when the shard moved since its memory miss (an insert or removal in
+// the shard, or an invalidation from another process), so a value read from disk never replaces
+// a newer write or brings back a removed entry. That alone lets a slow read of an older record
+// land after a faster read of a newer one was refused: thread 1 misses and reads v1; another
+// process commits v2; thread 2 misses at the same generation and reads v2; thread 1 promotes
+// v1, which moves the generation; thread 2's promotion of v2 is refused and returns v2; the
+// memory tier then serves v1 until the change log says v2 (the other order: thread 2 is refused
+// first by an unrelated write, then thread 1 promotes v1). So a refused promotion of a record
+// other than the one memory holds drops a promoted entry (never an inserted one, which is this
+// process's own newer write) and is remembered, with the generation, so that a promotion that
+// missed before the refusal is refused too.
+extension MemoryShard {
+    /// A promotion of the record of `key` written at `stored` (milliseconds since 1970), refused:
+    /// the key's promoted entry of another record goes, and the refusal is remembered. An entry
+    /// of the same record, or one inserted here, stays.
+    @inlinable
+    mutating func refusePromotion(
+        _ key: Key, tag: UInt32, stored: UInt64, removed: inout RemovedEntries<Key, Value>
+    ) {
+        if let index = find(key, tag: tag) {
+            let node = nodes[Int(index)]
+            guard node.isPromoted, node.stored != stored else { return }
+            removed.append(remove(index, reason: .replaced))
+            generation &+= 1
+        }
+        if refusals.count < Self.refusalMemory {
+            refusals.append((tag, generation))
+        } else {
+            refusals[nextRefusal] = (tag, generation)
+        }
+        nextRefusal = (nextRefusal + 1) % Self.refusalMemory
+    }
+
+    /// True when a promotion of the key with slot tag `tag` was refused at or after `generation`
+    /// (among the last ``refusalMemory`` refusals): a promotion that missed then read the disk
+    /// no later than the refused one, and may hold an older record.
+    @inlinable
+    func wasRefused(tag: UInt32, since generation: UInt64) -> Bool {
+        refusals.contains { $0.tag == tag && $0.generation >= generation }
+    }
+}
