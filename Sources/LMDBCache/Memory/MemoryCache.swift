@@ -189,7 +189,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             {
                 // Not promoted, but a disk hit is an access all the same.
                 shard.recordAccess(tag: tag)
-                shard.refusePromotion(key, tag: tag, stored: stored ?? 0, removed: &removed)
+                shard.refusePromotion(key, tag: tag, removed: &removed)
                 return nil
             }
             // Relaxed is enough: the shard lock orders this read after the close's emptying.

@@ -8,21 +8,19 @@
 // process commits v2; thread 2 misses at the same generation and reads v2; thread 1 promotes
 // v1, which moves the generation; thread 2's promotion of v2 is refused and returns v2; the
 // memory tier then serves v1 until the change log says v2 (the other order: thread 2 is refused
-// first by an unrelated write, then thread 1 promotes v1). So a refused promotion of a record
-// other than the one memory holds drops a promoted entry (never an inserted one, which is this
-// process's own newer write) and is remembered, with the generation, so that a promotion that
-// missed before the refusal is refused too.
+// first by an unrelated write, then thread 1 promotes v1). So a refused promotion drops the key's
+// promoted entry (never an inserted one, which is this process's own newer write) and is
+// remembered, with the generation, so that a promotion that missed before the refusal is refused
+// too. The entry dropped may hold the very record the refused read found (record write times are
+// milliseconds, too coarse to tell records apart): that costs one more disk read, and only when
+// reads of one key race.
 extension MemoryShard {
-    /// A promotion of the record of `key` written at `stored` (milliseconds since 1970), refused:
-    /// the key's promoted entry of another record goes, and the refusal is remembered. An entry
-    /// of the same record, or one inserted here, stays.
+    /// A promotion of `key`, refused: the key's promoted entry goes, and the refusal is
+    /// remembered. An entry inserted here stays (it is newer than any read that raced it).
     @inlinable
-    mutating func refusePromotion(
-        _ key: Key, tag: UInt32, stored: UInt64, removed: inout RemovedEntries<Key, Value>
-    ) {
+    mutating func refusePromotion(_ key: Key, tag: UInt32, removed: inout RemovedEntries<Key, Value>) {
         if let index = find(key, tag: tag) {
-            let node = nodes[Int(index)]
-            guard node.isPromoted, node.stored != stored else { return }
+            guard nodes[Int(index)].isPromoted else { return }
             removed.append(remove(index, reason: .replaced))
             generation &+= 1
         }

@@ -73,7 +73,7 @@ struct MemoryShard<Key: Hashable, Value> {
         }
 
         /// True when the value was read from the disk tier (a promotion), not inserted: a
-        /// promotion refused for a different record of the key drops it (``MemoryShard/refusePromotion(_:tag:stored:removed:)``).
+        /// promotion refused for a different record of the key drops it (``MemoryShard/refusePromotion(_:tag:removed:)``).
         @inlinable var isPromoted: Bool {
             get { state & (1 << 27) != 0 }
             set { state = newValue ? state | (1 << 27) : state & ~(1 << 27) }
@@ -141,7 +141,7 @@ struct MemoryShard<Key: Hashable, Value> {
     /// The node's ``Node/expires`` is when it is gone. Few entries have one, so they live here
     /// rather than in every node.
     @usableFromInline var servedUntil: [Int32: UInt64] = [:]
-    /// The last few promotions refused (``refusePromotion(_:tag:stored:removed:)``): the key's
+    /// The last few promotions refused (``refusePromotion(_:tag:removed:)``): the key's
     /// slot tag and the shard's generation then. A ring of ``refusalMemory``, allocated by the
     /// first refusal.
     @usableFromInline var refusals: [(tag: UInt32, generation: UInt64)] = []
