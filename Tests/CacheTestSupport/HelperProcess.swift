@@ -5,6 +5,8 @@ public final class HelperProcess: @unchecked Sendable {
     private let process: Process
     private let output: Pipe
     private let errorOutput: Pipe
+    /// Its stdin, when started with `input: true` (``send(_:)``, ``request(_:)``).
+    private let input: Pipe?
     /// Bytes read from its stdout that do not yet form a whole line; guarded by `lock`.
     private var buffer: [UInt8] = []
     private let lock = NSLock()
@@ -26,10 +28,11 @@ public final class HelperProcess: @unchecked Sendable {
 
     /// Starts `executable` (the test helper by default) with `arguments`, and `environment`
     /// instead of this process's when given; as user and group `user` (through `setpriv`, which
-    /// needs root) when given.
+    /// needs root) when given. With `input`, its stdin is a pipe the test writes to (``send(_:)``);
+    /// otherwise it inherits this process's.
     public init(
         _ arguments: [String], executable: String = "cache-test-helper", environment: [String: String]? = nil,
-        user: UInt32? = nil
+        user: UInt32? = nil, input: Bool = false
     ) throws {
         process = Process()
         if let user {
@@ -45,7 +48,42 @@ public final class HelperProcess: @unchecked Sendable {
         process.standardOutput = output
         errorOutput = Pipe()
         process.standardError = errorOutput
+        if input {
+            // A helper that died leaves a pipe nobody reads: a write to it must fail, not raise
+            // SIGPIPE in the test process.
+            signal(SIGPIPE, SIG_IGN)
+            let pipe = Pipe()
+            process.standardInput = pipe
+            self.input = pipe
+        } else {
+            self.input = nil
+        }
         try process.run()
+    }
+
+    /// Writes `line` and a newline to its stdin (started with `input: true`); false when it
+    /// cannot (no such pipe, or the process is gone).
+    @discardableResult
+    public func send(_ line: String) -> Bool {
+        guard let input else { return false }
+        do {
+            try input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Sends `line` and returns the line it answers with; nil when it cannot be sent or the
+    /// process's output ended.
+    public func request(_ line: String) -> String? {
+        guard send(line) else { return nil }
+        return readLine()
+    }
+
+    /// Closes its stdin (the helper then sees the end of its input).
+    public func closeInput() {
+        try? input?.fileHandleForWriting.close()
     }
 
     /// The next line it prints, or nil once its output ends.
@@ -69,6 +107,9 @@ public final class HelperProcess: @unchecked Sendable {
 
     /// The process's identifier.
     public var processIdentifier: Int32 { process.processIdentifier }
+
+    /// True while the process has not exited.
+    public var isRunning: Bool { process.isRunning }
 
     /// Sends SIGKILL and waits for the process to end.
     public func kill() {
