@@ -22,17 +22,21 @@ extension Cache {
     ///   - keys: the keys wanted; duplicates count once.
     ///   - expiresAfter: the loaded values' time to live.
     ///   - freshness: nil: the configuration's ``Configuration/freshness``.
+    ///   - tags: the tags every loaded value is stored with (a refresh stores them again: a
+    ///     refreshed entry carries the tags of the call that refreshed it). Invalid ones store
+    ///     nothing, and ``flush()`` throws ``CacheError/invalidTag(reason:)``.
     ///   - load: returns values for the keys it is given.
     /// - Returns: a value for every key either tier or the loader had.
     /// - Throws: `load`'s error when it fails for a key that has no stale value to serve,
     ///   `CancellationError` when the caller is cancelled, ``CacheError/closed``.
     public func values(
         forKeys keys: some Sequence<Key>, expiresAfter: Duration? = nil, freshness: Freshness? = nil,
-        load: @escaping @Sendable ([Key]) async throws -> [Key: Value]
+        tags: Set<String> = [], load: @escaping @Sendable ([Key]) async throws -> [Key: Value]
     ) async throws -> [Key: Value] {
         if isClosedForLoading { throw CacheError.closed }
         let freshness = freshness ?? configuration.freshness
-        let request = BulkRequest(expiresAfter: expiresAfter, staleFor: freshness.staleIfError, load: load)
+        let request = BulkRequest(
+            expiresAfter: expiresAfter, staleFor: freshness.staleIfError, tags: tags, load: load)
         var values: [Key: Value] = [:]
         var stale: [Key: StoredValue<Value>] = [:]
         var pending: [Key] = []
@@ -103,6 +107,7 @@ extension Cache {
     struct BulkRequest: Sendable {
         var expiresAfter: Duration?
         var staleFor: Duration?
+        var tags: Set<String> = []
         var load: @Sendable ([Key]) async throws -> [Key: Value]
     }
 
@@ -127,7 +132,7 @@ extension Cache {
                 if let value = loaded[key] {
                     let stored = store(
                         value, forKey: key, cost: nil, expiresAfter: request.expiresAfter,
-                        staleFor: request.staleFor, fromLoad: true)
+                        staleFor: request.staleFor, tags: request.tags, fromLoad: true)
                     results[key] = .success(value)
                     if refresh && stored { countRefresh(succeeded: true) }
                 } else if refresh {

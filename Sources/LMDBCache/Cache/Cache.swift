@@ -40,7 +40,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     private let logger: Logger
     private let listener: RemovalListener?
     private let counters: CacheCounters
-    let loads = LoadCoalescer<Key, Value>()
+    let loads: LoadCoalescer<Key, Value>
     /// The first write failure since the last ``flush()``.
     private let failure = Locked<(any Error)?>(nil)
     private let evictionToken: UInt64?
@@ -48,7 +48,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     private let droppedWritesAtOpen: Int
     private let isClosed = LockedFlag()
     /// Make each insert and removal one step in both tiers, per key.
-    private let writeLocks = KeyWriteLocks()
+    private let writeLocks: KeyWriteLocks
     /// Names this cache's changes in the directory's change log (``CacheChange/origin``):
     /// random, nonzero.
     let origin = UInt64.random(in: 1...UInt64.max)
@@ -79,6 +79,10 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         listener = removalListener
         let counters = CacheCounters(name: configuration.name ?? directory.lastPathComponent)
         self.counters = counters
+        let loads = LoadCoalescer<Key, Value>()
+        self.loads = loads
+        let writeLocks = KeyWriteLocks()
+        self.writeLocks = writeLocks
         memory = MemoryCache(
             configuration: configuration.memoryWithClock, removalListener: removalListener,
             metrics: counters.memoryMetrics, logger: logger)
@@ -91,7 +95,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             do {
                 follower = ChangeFollower(
                     feed: try DiskChangeLog(disk: disk), origin: origin,
-                    target: Self.followerTarget(memory), cacheName: configuration.name ?? directory.lastPathComponent,
+                    target: Self.followerTarget(memory, loads: loads, writeLocks: writeLocks),
+                    cacheName: configuration.name ?? directory.lastPathComponent,
                     logger: logger)
             } catch {
                 disk.close()
@@ -122,6 +127,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         codec = UnusedCodec()
         listener = removalListener
         counters = CacheCounters(name: "memory")
+        loads = LoadCoalescer<Key, Value>()
+        writeLocks = KeyWriteLocks()
         memory = MemoryCache(
             configuration: configuration, removalListener: removalListener, metrics: counters.memoryMetrics,
             logger: logger)
@@ -132,20 +139,32 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// What the change follower does to `memory`: drops entries (the listener hears of them as
-    /// explicit removals), each a removal that stops a concurrent promotion (see ``ChangeFollower``).
-    private static func followerTarget(_ memory: MemoryCache<Key, Value>) -> ChangeFollower.Target {
+    /// explicit removals), each a removal that stops a concurrent promotion (see ``ChangeFollower``),
+    /// and supersedes the loads under way for them, as this cache's own writes do: a load that
+    /// read its source before another process's write must not store its older value over it.
+    private static func followerTarget(
+        _ memory: MemoryCache<Key, Value>, loads: LoadCoalescer<Key, Value>, writeLocks: KeyWriteLocks
+    ) -> ChangeFollower.Target {
         ChangeFollower.Target(
             dropKey: { bytes in
                 // Bytes no key of this type has name no entry of this cache.
                 guard let key = Key(cacheKeyBytes: bytes) else { return false }
-                return memory.removeValue(forKey: key) != nil
+                let (value, removed, report) = writeLocks.withLock(for: key) {
+                    loads.supersede(key)
+                    return memory.removeValueDeferringRemovals(forKey: key)
+                }
+                memory.finish(removed, report)
+                return value != nil
             },
             dropTag: { tag in
+                // Which loads will carry the tag is known only once they return: all are superseded.
+                writeLocks.withAllLocks { loads.supersedeAll() }
                 let (count, removed, report) = memory.removeAllDeferringRemovals(taggedWithStoredBytes: tag)
                 memory.finish(removed, report)
                 return count
             },
             dropAll: {
+                writeLocks.withAllLocks { loads.supersedeAll() }
                 let count = memory.totalCount
                 memory.removeAll()
                 return count
@@ -313,8 +332,9 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         do {
             tags = tagSet.isEmpty ? .none : try EntryTags(tagSet)
         } catch {
-            // Not stored; the value the key held must not outlive a write that failed.
-            if !fromLoad || !loads.isSuperseded(key) { removeValue(forKey: key) }
+            // Not stored. An insert is a removal then: the value the key held must not outlive
+            // a write that failed. A load's result is simply not cached (as with `isCacheable`).
+            if !fromLoad { removeValue(forKey: key) }
             record(error, "insert")
             return false
         }

@@ -41,8 +41,8 @@ public final class LoadContext: Sendable {
     }
 
     /// The tags the loaded value is stored with (``Cache/insert(_:forKey:cost:expiresAfter:tags:)``);
-    /// empty by default. An invalid tag stores nothing (the callers still get the value) and is
-    /// reported by ``Cache/flush()``.
+    /// empty by default. An invalid tag stores nothing (the callers still get the value, and a value
+    /// cached before stays) and is reported by ``Cache/flush()``.
     public var tags: Set<String> {
         get { state.withLock { $0.tags } }
         set { state.withLock { $0.tags = newValue } }

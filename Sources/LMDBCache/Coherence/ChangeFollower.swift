@@ -66,11 +66,11 @@ final class ChangeFollower: Sendable {
         lagTimer = Metrics.Timer(label: "lmdbcache_invalidation_lag_seconds", dimensions: [cache])
     }
 
-    /// Polls every `interval` until ``stop()``.
+    /// Polls every `interval` (at least 1 ms; any length works) until ``stop()``.
     func start(interval: Duration) {
         let source = DispatchSource.makeTimerSource(queue: queue)
-        let nanoseconds = max(1, Int(clamping: interval.components.seconds * 1_000_000_000
-            + interval.components.attoseconds / 1_000_000_000))
+        let exact = Int128(interval.components.seconds) * 1_000_000_000 + Int128(interval.components.attoseconds / 1_000_000_000)
+        let nanoseconds = Int(clamping: min(max(exact, 1_000_000), Int128(Int.max / 2)))
         source.schedule(
             deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds),
             leeway: .nanoseconds(nanoseconds / 10))

@@ -14,7 +14,8 @@ extension Cache {
     /// evicts from disk (limits, expiry, trims) send no message: the disk tier is shared, and
     /// memory entries are copies with their own limits.
     public struct Coherence: Sendable, Equatable {
-        /// How often the change log is read; nil stops following it (each process then sees
+        /// How often the change log is read (at least every millisecond: shorter intervals count
+        /// as 1 ms); nil stops following it (each process then sees
         /// others' changes only once its own memory entries leave, by their limits or expiry).
         /// Default: 5 ms. A poll that finds nothing costs a timer wakeup and the read of one
         /// integer in a pooled read transaction: measured at 6–13 ms of CPU a second per cache

@@ -23,9 +23,14 @@ extension DiskStore {
         let time = CacheChange.wallClockNow()
         for var change in changes {
             change.time = time
-            // A damaged head near the top of the range: the log starts again at 1, which a
-            // follower sees as a head behind its position and answers by dropping its memory tier.
-            head = head >= UInt64.max - Self.changeLogCapacity ? 1 : head + 1
+            if head >= UInt64.max - Self.changeLogCapacity {
+                // A damaged head near the top of the range: the log starts again at 1 (emptied,
+                // so no old entry sorts after the new ones), which a follower sees as a head
+                // behind its position and answers by dropping its memory tier.
+                try txn.empty(db.changes)
+                head = 0
+            }
+            head += 1
             try txn.put(db.changes, Self.changeKey(head), change.encoded)
         }
         try Totals.store(txn, db.info, Self.changeHeadKey, head)
@@ -37,7 +42,8 @@ extension DiskStore {
                 dropped.append(Array(key))
                 return true
             }
-            guard sequence + Self.changeLogCapacity <= head || sequence > head else { return false }
+            guard (head >= Self.changeLogCapacity && sequence <= head - Self.changeLogCapacity) || sequence > head
+            else { return false }
             dropped.append(Array(key))
             return true
         }
@@ -58,30 +64,31 @@ extension DiskStore {
         try env.read { try Totals.load($0, db.info, Self.changeHeadKey) }
     }
 
-    /// The changes logged after `position`, at most `limit` of them. A damaged entry is skipped
-    /// (its change is lost to followers: counted, and they drop their memory tier).
+    /// The changes logged after `position`, at most `limit` of them; `.fellBehind` when one of
+    /// them is gone or damaged (the follower cannot know what it said, so it drops its memory tier).
     func changes(after position: UInt64, limit: Int) throws -> ChangeRead {
         try env.read { txn in
+            // `head` and every sequence come from the file: no arithmetic on them may trap.
             let head = try Totals.load(txn, db.info, Self.changeHeadKey)
             if head == position { return .changes([], head: head) }
             if head < position { return .fellBehind(head: head) }
             var changes: [CacheChange] = []
-            var expected = position + 1
+            var last = position  // below `head`, so `last + 1` cannot overflow
             var lost = false
-            try txn.forEach(db.changes, from: Self.changeKey(expected)) { key, value in
+            try txn.forEach(db.changes, from: Self.changeKey(last + 1)) { key, value in
                 // A key of another length is no change (damage `cache-dump verify` reports): skipped.
                 guard let sequence = Self.changeSequence(key) else { return true }
                 guard sequence <= head else { return false }
-                guard sequence == expected, let change = CacheChange(encoded: value) else {
+                guard sequence == last + 1, let change = CacheChange(encoded: value) else {
                     lost = true
                     return false
                 }
                 changes.append(change)
-                expected += 1
-                return changes.count < limit
+                last = sequence
+                return last < head && changes.count < limit
             }
             if lost || changes.isEmpty { return .fellBehind(head: head) }
-            return .changes(changes, head: expected - 1)
+            return .changes(changes, head: last)
         }
     }
 

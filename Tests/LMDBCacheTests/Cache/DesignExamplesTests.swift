@@ -197,4 +197,38 @@ struct DesignExamplesTests {
         #expect(await api.bulkCalls == [["a2", "a3"]])
         #expect(cache["a3"] == nil)
     }
+
+    @Test("the tags example: group invalidation in both tiers and in every cache sharing the directory")
+    func tags() throws {
+        let root = TemporaryDirectory()
+        defer { root.remove() }
+        let article = Article(id: "a1", body: "text")
+        var configuration = Cache<String, Article>.Configuration()
+        configuration.coherence = .init(pollInterval: .seconds(3_600))  // followed when the test says
+        let cache = try Cache<String, Article>(directory: root.url, configuration: configuration)
+        // Another process's cache on the directory; in this process, it follows the same change log.
+        let elsewhere = try Cache<String, Article>(directory: root.url, configuration: configuration)
+        defer {
+            cache.close()
+            elsewhere.close()
+        }
+        let other = Article(id: "a2", body: "other")
+        cache.insert(other, forKey: "a2", tags: ["feed"])
+
+        // Tags: group invalidation in both tiers and in every process sharing the directory.
+        cache.insert(article, forKey: "a1", tags: ["author:42", "feed"])
+        try cache.flush()
+        elsewhere.followChanges()
+        #expect(elsewhere["a1"] == article)
+        #expect(elsewhere.memory.contains("a1"), "promoted in the other cache")
+        #expect(cache.memory.contains("a1"))
+        cache.removeAll(taggedWith: "author:42")
+        #expect(!cache.memory.contains("a1"), "gone from memory")
+        #expect(try cache.disk?.data(forKey: "a1") == nil, "gone from disk")
+        #expect(cache["a1"] == nil)
+        elsewhere.followChanges()
+        #expect(!elsewhere.memory.contains("a1"), "gone from the other cache's memory")
+        #expect(elsewhere["a1"] == nil)
+        #expect(cache["a2"] == other && elsewhere["a2"] == other, "an entry without the tag stays")
+    }
 }

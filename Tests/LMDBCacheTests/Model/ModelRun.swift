@@ -50,12 +50,16 @@ enum ModelRun {
 /// shrinking compares like with like.
 struct ModelCheck {
     private(set) var failed = false
+    /// The first disagreement's message (for a runner that prints it beside the shrunk input).
+    private(set) var message: String?
 
     mutating func expect(
         _ condition: Bool, _ message: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
     ) {
         guard !failed, !condition else { return }
         failed = true
-        Issue.record(Comment(rawValue: message()), sourceLocation: sourceLocation)
+        let text = message()
+        self.message = text
+        Issue.record(Comment(rawValue: text), sourceLocation: sourceLocation)
     }
 }
