@@ -1,10 +1,9 @@
 import Foundation
-import Synchronization
-
 // `followChanges()` is internal: the `follow` command is the test's way to say "every change
 // committed so far is applied now" without waiting on a timer. Debug builds (what `swift build
 // --build-tests` and the sanitizer builds make) compile LMDBCache for testing.
 import LMDBCache
+import Synchronization
 
 /// `cache-test-helper serve DIR [POLL]`: a `Cache<String, String>` on DIR driven line by line
 /// from stdin, one answer line per command, for the coherence tests across processes.

@@ -69,7 +69,9 @@ final class ChangeFollower: Sendable {
     /// Polls every `interval` (at least 1 ms; any length works) until ``stop()``.
     func start(interval: Duration) {
         let source = DispatchSource.makeTimerSource(queue: queue)
-        let exact = Int128(interval.components.seconds) * 1_000_000_000 + Int128(interval.components.attoseconds / 1_000_000_000)
+        let exact =
+            Int128(interval.components.seconds) * 1_000_000_000
+            + Int128(interval.components.attoseconds / 1_000_000_000)
         let nanoseconds = Int(clamping: min(max(exact, 1_000_000), Int128(Int.max / 2)))
         source.schedule(
             deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds),

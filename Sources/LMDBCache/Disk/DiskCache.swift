@@ -332,7 +332,8 @@ public final class DiskCache: Sendable {
     }
 
     /// Removes every entry carrying `tag` (queued writes committed first), in transactions of at
-    /// most 1,024 removals with the totals exact in each; returns how many it removed. Other
+    /// most 1,024 removals with the totals exact in each; returns how many it removed (expired
+    /// entries not yet trimmed among them). Other
     /// processes' memory tiers drop the tag's entries when they see the change log
     /// (``Cache/Configuration/coherence``).
     ///
@@ -505,6 +506,11 @@ extension DiskCache {
     /// Stores `value` under `key`'s ``CacheKey/cacheKeyBytes`` (the UTF-8 of its NFC form).
     public func setData(_ value: [UInt8], forKey key: String, expiresAfter: Duration? = nil) throws {
         try setData(value, forKey: key.cacheKeyBytes, expiresAfter: expiresAfter)
+    }
+
+    /// Stores `value` with `tags` under `key`'s ``CacheKey/cacheKeyBytes`` (the UTF-8 of its NFC form).
+    public func setData(_ value: [UInt8], forKey key: String, expiresAfter: Duration? = nil, tags: Set<String>) throws {
+        try setData(value, forKey: key.cacheKeyBytes, expiresAfter: expiresAfter, tags: tags)
     }
 
     /// The value stored under `key`'s ``CacheKey/cacheKeyBytes`` (the UTF-8 of its NFC form).

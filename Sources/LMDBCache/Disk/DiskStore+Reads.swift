@@ -53,7 +53,7 @@ extension DiskStore {
             return .hit(
                 found.value, created: found.header.created, expires: found.header.expires,
                 staleUntil: found.header.staleUntil, tags: Record.tags(bytes, header: found.header),
-                    record: RecordIdentity(bytes)!)
+                record: RecordIdentity(bytes)!)
         }
     }
 

@@ -56,7 +56,8 @@ extension DiskStore {
                         let bytesBefore = totals.bytes
                         try removeEntry(key, txn, &totals)
                         if observed {
-                            removed.append(DiskEviction(key: fullKey, reason: .explicit, bytes: bytesBefore - totals.bytes))
+                            removed.append(
+                                DiskEviction(key: fullKey, reason: .explicit, bytes: bytesBefore - totals.bytes))
                         }
                     }
                     if totals != before { try totals.save(txn, db.info) }

@@ -185,7 +185,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         return shards.withLock(at: shardIndex(hash)) { shard -> ShardReport? in
             let tag = SlotTable.tag(hash)
             if let ifGeneration,
-                shard.generation != ifGeneration || (!shard.refusals.isEmpty && shard.wasRefused(tag: tag, since: ifGeneration))
+                shard.generation != ifGeneration
+                    || (!shard.refusals.isEmpty && shard.wasRefused(tag: tag, since: ifGeneration))
             {
                 // Not promoted, but a disk hit is an access all the same.
                 shard.recordAccess(tag: tag)
