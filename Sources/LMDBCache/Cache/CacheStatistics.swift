@@ -27,7 +27,7 @@ public struct CacheStatistics: Sendable, Equatable {
     public var staleServedOnTimeout = 0
     /// Waits that ended with ``CacheError/loadTimedOut(key:after:)``.
     public var loadTimeouts = 0
-    /// Calls of a bulk loader (``Cache/values(forKeys:expiresAfter:freshness:load:)``).
+    /// Calls of a bulk loader (``Cache/values(forKeys:expiresAfter:freshness:tags:load:)``).
     public var bulkLoads = 0
     /// Keys asked of bulk loaders, over all their calls.
     public var bulkLoadKeys = 0

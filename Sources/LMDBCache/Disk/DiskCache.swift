@@ -107,11 +107,11 @@ public final class DiskCache: Sendable {
             value, forKey: key, now: now, expires: expiresAfter.map { now.addingSaturating($0.milliseconds) } ?? 0)
     }
 
-    /// ``setData(_:forKey:expiresAfter:)`` with tags: ``removeAll(taggedWith:)`` removes the entry
+    /// ``setData(_:forKey:expiresAfter:)-(_,[UInt8],_)`` with tags: ``removeAll(taggedWith:)`` removes the entry
     /// with every other entry carrying one of them. Replacing the entry replaces its tags.
     ///
     /// - Throws: ``CacheError/invalidTag(reason:)`` (an empty tag, one past 255 UTF-8 bytes, more
-    ///   than 32 tags; nothing is written), and what ``setData(_:forKey:expiresAfter:)`` throws.
+    ///   than 32 tags; nothing is written), and what ``setData(_:forKey:expiresAfter:)-(_,[UInt8],_)`` throws.
     public func setData(
         _ value: [UInt8], forKey key: [UInt8], expiresAfter: Duration? = nil, tags: Set<String>
     ) throws {
