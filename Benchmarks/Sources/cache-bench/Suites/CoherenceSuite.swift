@@ -210,10 +210,8 @@ struct CoherenceSuite: Suite {
                     + "get time x \(Self.keyCount)). 'not read': writes replaced before the reader got them.",
                 "Third row: the library's lmdbcache_invalidation_lag_seconds timer as the reader recorded it (a "
                     + "swift-metrics factory of its own): whole milliseconds from the wall clock at the writing "
-                    + "transaction to the wall clock when the follower applied the change. The follower reads the "
-                    + "kernel's coarse clock (CLOCK_REALTIME_COARSE), which on these VMs runs several milliseconds "
-                    + "behind the precise one the change is stamped with, and the difference is clamped at 0: the "
-                    + "metric reads low (p50 often 0) and is shown for comparison only.",
+                    + "transaction to the wall clock when the follower applied the change (both the precise "
+                    + "CLOCK_REALTIME): the commit's fsync and the reader's next sweep are not in it.",
                 "A session following the log fails the run if the reader has not returned every key's last write "
                     + "\(CoherenceReader.graceNanos / 1_000_000_000) s after the writer's end, or ever returns an "
                     + "older write of a key after a newer one.",

@@ -115,7 +115,7 @@ struct TagRemovalSection {
             ],
             notes: [
                 "Tag removal: the time of one removeAll(taggedWith:) call (both tiers; the disk tier in transactions of "
-                    + "at most 256 removals, each committed and synced), median of the runs, and that over the tagged "
+                    + "at most 1,024 removals, each committed and synced), median of the runs, and that over the tagged "
                     + "entries. Beside it, removing the same entries one key at a time and flushing them. Each call's "
                     + "count and the cache's total afterwards are checked."
             ],
