@@ -46,15 +46,18 @@ package struct CacheChange: Sendable, Equatable {
 
     /// The change's bytes.
     package var encoded: [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: Self.headerSize)
-        bytes.reserveCapacity(Self.headerSize + subject.count)
-        bytes[0] = kind.rawValue
-        for index in 0..<8 {
-            bytes[1 + index] = UInt8(truncatingIfNeeded: origin >> UInt64(8 * index))
-            bytes[9 + index] = UInt8(truncatingIfNeeded: time >> UInt64(8 * index))
-        }
-        bytes.append(contentsOf: subject)
+        var bytes: [UInt8] = []
+        Self.encode(kind: kind, origin: origin, time: time, subject: subject, into: &bytes)
         return bytes
+    }
+
+    /// Appends the bytes of a change to `bytes` (the change log reuses one buffer for a batch).
+    static func encode(kind: Kind, origin: UInt64, time: UInt64, subject: [UInt8], into bytes: inout [UInt8]) {
+        bytes.reserveCapacity(bytes.count + Self.headerSize + subject.count)
+        bytes.append(kind.rawValue)
+        for index in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: origin >> UInt64(8 * index))) }
+        for index in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: time >> UInt64(8 * index))) }
+        bytes.append(contentsOf: subject)
     }
 
     /// The change `bytes` encode; nil when they are not one (unknown kind, short, a key change

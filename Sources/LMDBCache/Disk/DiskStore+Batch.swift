@@ -15,10 +15,7 @@ extension DiskStore {
     func apply(_ batch: WriteBatch, _ txn: WriteTransaction) throws -> Applied {
         var totals = try Totals(txn, db.info)
         let before = totals
-        var changes: [CacheChange] = []
-        changes.reserveCapacity(batch.writes.count)
         for write in batch.writes {
-            changes.append(CacheChange(kind: .key, origin: write.origin, subject: write.key.key))
             let record: [UInt8]
             switch write.operation {
             case .set(let built): record = built
@@ -73,7 +70,10 @@ extension DiskStore {
             try removeEntry(key.bytes, txn, &totals)
         }
         if totals != before { try totals.save(txn, db.info) }
-        try appendChanges(changes, txn)
+        try appendChanges(count: batch.writes.count, txn) { index, time, buffer in
+            let write = batch.writes[index]
+            CacheChange.encode(kind: .key, origin: write.origin, time: time, subject: write.key.key, into: &buffer)
+        }
         return Applied(
             totals: totals, added: totals.bytes - before.bytes, moved: moved, oldestAccess: try oldestAccessTime(txn))
     }

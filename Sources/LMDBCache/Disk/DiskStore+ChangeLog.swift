@@ -18,11 +18,25 @@ extension DiskStore {
     /// Appends `changes` to the log in `txn`, stamped with the wall clock now, and drops the
     /// oldest past ``changeLogCapacity``.
     func appendChanges(_ changes: [CacheChange], _ txn: WriteTransaction) throws {
-        guard !changes.isEmpty else { return }
+        try appendChanges(count: changes.count, txn) { index, time, buffer in
+            let change = changes[index]
+            CacheChange.encode(
+                kind: change.kind, origin: change.origin, time: time, subject: change.subject, into: &buffer)
+        }
+    }
+
+    /// Appends `count` changes, each encoded by `encode` (index, time, an empty buffer to append
+    /// its bytes to), stamped with the wall clock now; once the log holds ``changeLogCapacity``,
+    /// each append drops the oldest. One buffer for the lot and keys on the stack: a write's
+    /// change allocates nothing.
+    func appendChanges(
+        count: Int, _ txn: WriteTransaction, encode: (Int, UInt64, inout [UInt8]) -> Void
+    ) throws {
+        guard count > 0 else { return }
         var head = try Totals.load(txn, db.info, Self.changeHeadKey)
         let time = CacheChange.wallClockNow()
-        for var change in changes {
-            change.time = time
+        var buffer: [UInt8] = []
+        for index in 0..<count {
             if head >= UInt64.max - Self.changeLogCapacity {
                 // A damaged head near the top of the range: the log starts again at 1 (emptied,
                 // so no old entry sorts after the new ones), which a follower sees as a head
@@ -31,23 +45,19 @@ extension DiskStore {
                 head = 0
             }
             head += 1
-            try txn.put(db.changes, Self.changeKey(head), change.encoded)
+            buffer.removeAll(keepingCapacity: true)
+            encode(index, time, &buffer)
+            try withUnsafeBytes(of: head.bigEndian) { key in
+                try buffer.withUnsafeBytes { try txn.put(db.changes, rawKey: key, $0) }
+            }
+            if head > Self.changeLogCapacity {
+                // The log's entries are consecutive: the one `capacity` back is the oldest.
+                try withUnsafeBytes(of: (head - Self.changeLogCapacity).bigEndian) {
+                    _ = try txn.delete(db.changes, rawKey: $0)
+                }
+            }
         }
         try Totals.store(txn, db.info, Self.changeHeadKey, head)
-        // Oldest first, in one walk: once the log is full, each append drops one. Entries past
-        // the head (left by a head that started over) and keys of another length go too.
-        var dropped: [[UInt8]] = []
-        try txn.forEach(db.changes) { key, _ in
-            guard let sequence = Self.changeSequence(key) else {
-                dropped.append(Array(key))
-                return true
-            }
-            guard (head >= Self.changeLogCapacity && sequence <= head - Self.changeLogCapacity) || sequence > head
-            else { return false }
-            dropped.append(Array(key))
-            return true
-        }
-        for key in dropped { try txn.delete(db.changes, key) }
     }
 
     /// What a follower at `position` finds in the log.

@@ -136,12 +136,15 @@ struct WriteTransaction: TransactionReading {
 
     /// Stores `value` under `key`, replacing any value there.
     func put(_ database: Database, _ key: [UInt8], _ value: UnsafeRawBufferPointer) throws {
-        try key.withUnsafeBytes { keyBytes in
-            var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
-            var v = lmdbcache_val(value.baseAddress, value.count)
-            try check(mdb_put(pointer, database.handle, &k, &v, 0), "mdb_put")
-            changes.changed = true
-        }
+        try key.withUnsafeBytes { try put(database, rawKey: $0, value) }
+    }
+
+    /// ``put(_:_:_:)-(_,[UInt8],_)`` with the key's bytes in place (no array).
+    func put(_ database: Database, rawKey key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws {
+        var k = lmdbcache_val(key.baseAddress, key.count)
+        var v = lmdbcache_val(value.baseAddress, value.count)
+        try check(mdb_put(pointer, database.handle, &k, &v, 0), "mdb_put")
+        changes.changed = true
     }
 
     func put(_ database: Database, _ key: [UInt8], _ value: [UInt8]) throws {
@@ -165,14 +168,18 @@ struct WriteTransaction: TransactionReading {
     /// Removes `key`; returns false when it was not there.
     @discardableResult
     func delete(_ database: Database, _ key: [UInt8]) throws -> Bool {
-        try key.withUnsafeBytes { keyBytes in
-            var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
-            let code = mdb_del(pointer, database.handle, &k, nil)
-            if code == MDB_NOTFOUND { return false }
-            try check(code, "mdb_del")
-            changes.changed = true
-            return true
-        }
+        try key.withUnsafeBytes { try delete(database, rawKey: $0) }
+    }
+
+    /// ``delete(_:_:)`` with the key's bytes in place (no array).
+    @discardableResult
+    func delete(_ database: Database, rawKey key: UnsafeRawBufferPointer) throws -> Bool {
+        var k = lmdbcache_val(key.baseAddress, key.count)
+        let code = mdb_del(pointer, database.handle, &k, nil)
+        if code == MDB_NOTFOUND { return false }
+        try check(code, "mdb_del")
+        changes.changed = true
+        return true
     }
 
     /// Removes every entry of `database`.
