@@ -32,8 +32,8 @@ extension DiskCache {
         try withStore { try $0.storedEntries(after: after, prefix: prefix, limit: limit, withValues: withValues) }
     }
 
-    /// The committed entries carrying `tag`, in stored-key order, found through the tag index
-    /// (``storedKeys(taggedWith:)``); one read transaction for the index and one for the entries.
+    /// The committed entries carrying `tag`, in stored-key order, found through the tag index in
+    /// one read transaction.
     /// Call ``flush()`` first to see queued writes. Records no access.
     ///
     /// - Throws: ``CacheError/invalidTag(reason:)`` for an empty tag or one past 255 UTF-8 bytes

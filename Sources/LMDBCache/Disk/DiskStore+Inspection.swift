@@ -38,22 +38,24 @@ extension DiskStore {
     }
 
     /// The committed entries carrying the tag stored as `tag` (``EntryTags/storedBytes(of:)``),
-    /// found through the tag index (``keys(taggedWith:)``), in stored-key order. An entry
-    /// replaced or removed between the index's read and the records' is left out unless it still
-    /// carries the tag. O(k log n) for k entries under the tag's index prefix.
+    /// found through the tag index in one read transaction, in stored-key order (the index
+    /// orders them by key under the tag's prefix). O(k log n) for k entries under the prefix.
     func storedEntries(taggedWith tag: [UInt8], withValues: Bool) throws -> [StoredEntry] {
-        let keys = try keys(taggedWith: tag).sorted { $0.lexicographicallyPrecedes($1) }
+        let prefix = EntryTags.indexPrefix(tag)
         return try env.read { txn in
             var entries: [StoredEntry] = []
-            for key in keys {
+            try txn.forEach(db.tags, from: prefix) { indexKey, _ in
+                guard indexKey.starts(with: prefix) else { return false }
+                let key = Array(indexKey.dropFirst(prefix.count))
                 guard let bytes = try txn.get(db.records, key),
                     let header = try? Record.validate(bytes, storedKey: key),
                     Record.carries(bytes, header: header, tag: tag)
-                else { continue }
+                else { return true }
                 entries.append(
                     try StoredEntry(
                         storedKey: key, record: bytes, accessed: { try db.lastAccess(txn, key, created: $0) },
                         withValue: withValues))
+                return true
             }
             return entries
         }
