@@ -13,7 +13,7 @@ let fuzzTargets: [Target] = ((try? FileManager.default.contentsOfDirectory(atPat
             && isDirectory.boolValue
     }
     .map { name in
-        .executableTarget(name: "fuzz-\(name)", dependencies: ["CacheTestSupport"], path: "Fuzz/\(name)")
+        .executableTarget(name: "fuzz-\(name)", dependencies: ["CacheTestSupport", "RESP"], path: "Fuzz/\(name)")
     }
 
 // Linux only. The library uses Glibc, Linux's open-file-description locks (F_OFD_SETLK),
@@ -28,6 +28,9 @@ let package = Package(
         // The framework integrations. Each is empty unless its package trait is enabled (below).
         .library(name: "LMDBCacheVapor", targets: ["LMDBCacheVapor"]),
         .library(name: "LMDBCacheHummingbird", targets: ["LMDBCacheHummingbird"]),
+        // The shared tier across machines: a Redis second level and invalidation over pub/sub.
+        // Empty unless the Redis trait is enabled.
+        .library(name: "LMDBCacheRedis", targets: ["LMDBCacheRedis"]),
     ],
     // A package that uses only LMDBCache never fetches or builds Vapor or Hummingbird: each
     // integration's framework dependency is conditioned on a trait that is off by default.
@@ -36,6 +39,7 @@ let package = Package(
     traits: [
         .trait(name: "Vapor", description: "The LMDBCacheVapor product: Vapor's Cache on the disk tier."),
         .trait(name: "Hummingbird", description: "The LMDBCacheHummingbird product: Hummingbird's PersistDriver on the disk tier."),
+        .trait(name: "Redis", description: "The LMDBCacheRedis product: a Redis tier shared by several machines."),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -47,6 +51,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/vapor.git", from: "4.122.3"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
@@ -153,6 +158,37 @@ let package = Package(
                 "LMDBCacheHummingbird", "CacheTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // RESP2/RESP3, Redis's wire protocol: values, an incremental reply parser that trusts no
+        // byte, and the command encoder. No dependencies, so the fuzzer and the tests reach it
+        // without the Redis trait.
+        .target(name: "RESP"),
+        // The Redis tier: a small RESP client on SwiftNIO (Client/) and the remote tier and
+        // change feed the core's Cache plugs in (Remote/). Built against NIO only with the trait.
+        .target(
+            name: "LMDBCacheRedis",
+            dependencies: [
+                "LMDBCache", "RESP",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Redis"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Redis"])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Redis"])),
+            ]
+        ),
+        .testTarget(
+            name: "RESPTests",
+            dependencies: ["RESP"]
+        ),
+        // Against real redis-server processes the tests start on loopback ports.
+        .testTarget(
+            name: "LMDBCacheRedisTests",
+            dependencies: [
+                "LMDBCacheRedis", "LMDBCache", "RESP", "CacheTestSupport",
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Redis"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Redis"])),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Redis"])),
             ]
         ),
     ] + fuzzTargets,

@@ -1,0 +1,1 @@
+// Placeholder until the client lands: the module needs one source file.

@@ -1,0 +1,2 @@
+#if Redis
+#endif
