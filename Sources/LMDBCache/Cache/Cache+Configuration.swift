@@ -24,6 +24,9 @@ extension Cache {
         /// How the memory tier follows changes other processes sharing the directory make.
         /// Default: the change log is read every 5 ms (``Coherence``).
         public var coherence = Coherence()
+        /// A third level shared by several machines, between the disk tier and the loader, and
+        /// the channel their caches tell each other of changes on (``RemoteTier``). Default: none.
+        public var remote: RemoteTier?
 
         /// A configuration with the given tiers and codec.
         public init(

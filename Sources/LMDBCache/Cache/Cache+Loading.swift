@@ -121,7 +121,9 @@ extension Cache {
         loader load: Loader
     ) async throws -> Value {
         let freshness = freshness ?? configuration.freshness
-        let request = LoadRequest(cost: cost, expiresAfter: expiresAfter, staleFor: freshness.staleIfError, load: load)
+        let request = LoadRequest(
+            cost: cost, expiresAfter: expiresAfter, staleFor: freshness.staleIfError, load: load,
+            consultsRemote: policy != .reloadIgnoringCache, lease: freshness.lease)
         // The caller's lookup counted its miss; this second look, for a stale value, is not.
         let found =
             policy == .reloadIgnoringCache || freshness.staleIfError == nil
@@ -143,6 +145,10 @@ extension Cache {
         /// ``Freshness/staleIfError`` of the call that started the load.
         var staleFor: Duration?
         var load: Loader
+        /// Whether the remote tier is asked before the loader runs (not by a reload, nor a refresh).
+        var consultsRemote = false
+        /// The load lease to take in the remote tier before the loader runs (``Freshness/lease``).
+        var lease: LoadLease?
     }
 
     /// The entry a get-or-load finds: live from memory, else from disk; else a stale one (past
@@ -181,6 +187,24 @@ extension Cache {
     /// Runs the loader once, storing its value as its context says unless the key was written or
     /// removed since the load started. Returns the loader's result and whether it was stored.
     func run(_ request: LoadRequest, forKey key: Key) async -> (result: Result<Value, any Error>, stored: Bool) {
+        var lease: [UInt8]?
+        if request.consultsRemote, let remote {
+            let bytes = key.cacheKeyBytes
+            if let found = await remoteValue(remote.record(forKey: bytes), forKey: key, request) { return found }
+            if let options = request.lease {
+                switch await remote.lease(forKey: bytes, holdFor: options.holdFor) {
+                case .acquired(let token):
+                    lease = token
+                case .heldElsewhere:
+                    let record = await remote.waitForRecord(forKey: bytes, timeout: options.waitFor)
+                    if let found = remoteValue(record, forKey: key, request) { return found }
+                case .unavailable:
+                    break
+                }
+            }
+        }
+        // Released after the value is stored: the store queues its remote write first.
+        defer { if let lease { remote?.release(lease, forKey: key.cacheKeyBytes) } }
         countLoad()
         let context = LoadContext(expiresAfter: request.expiresAfter, cost: request.cost)
         do {
@@ -195,6 +219,28 @@ extension Cache {
             countLoadFailure(error)
             return (.failure(error), false)
         }
+    }
+
+    /// The value of a record the remote tier returned for `key`, stored in both local tiers with
+    /// its remaining lifetime and tags (unless the key was written or removed here since the load
+    /// started, or the record expired); nil when there is no record, or it cannot be used (damaged,
+    /// another key's, not decodable: then the loader runs).
+    func remoteValue(
+        _ record: [UInt8]?, forKey key: Key, _ request: LoadRequest
+    ) -> (result: Result<Value, any Error>, stored: Bool)? {
+        guard let record, let disk, let decoded = RemoteRecord.decode(record, forKey: key.cacheKeyBytes) else {
+            return nil
+        }
+        let now = disk.configuration.clock.milliseconds
+        guard decoded.expires == 0 || decoded.expires > now, let value = try? codec.decode(decoded.value) else { return nil }
+        let expiresAfter = decoded.expires == 0 ? nil : Duration.milliseconds(Int64(clamping: decoded.expires - now))
+        let staleFor =
+            decoded.staleUntil > decoded.expires
+            ? Duration.milliseconds(Int64(clamping: decoded.staleUntil - decoded.expires)) : nil
+        let stored = store(
+            value, forKey: key, cost: request.cost, expiresAfter: expiresAfter, staleFor: staleFor,
+            tags: Set(decoded.tags.tags), fromLoad: true, toRemote: false)
+        return (.success(value), stored)
     }
 
     /// What to serve for `key` in place of a failed or slow load that found `stale` (a value past

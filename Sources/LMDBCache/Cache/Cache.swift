@@ -36,7 +36,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     public let memory: MemoryCache<Key, Value>
     /// The disk tier; nil for a memory-only cache. Writing to it directly bypasses the memory tier.
     public let disk: DiskCache?
-    private let codec: any ValueCodec<Value>
+    let codec: any ValueCodec<Value>
     private let logger: Logger
     private let listener: RemovalListener?
     private let counters: CacheCounters
@@ -55,6 +55,13 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// Follows the change log (``Configuration/coherence``); nil without a disk tier or with
     /// coherence off.
     private let follower: ChangeFollower?
+    /// The remote tier's store (``Configuration/remote``); nil without one.
+    let remote: (any RemoteStore)?
+    /// Applies the changes other machines publish through the remote tier to both local tiers.
+    private let remoteFollower: ChangeFollower?
+    /// The remote follower, for the store to wake when changes arrive; emptied on close (the store
+    /// holds the closure that reads it).
+    private let remoteWake = Locked<ChangeFollower?>(nil)
 
     /// Opens (creating when missing, owner-only) a two-tier cache whose disk tier lives in
     /// `directory`.
@@ -107,6 +114,34 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         } else {
             follower = nil
         }
+        if let tier = configuration.remote {
+            let name = configuration.name ?? directory.lastPathComponent
+            let store: any RemoteStore
+            do {
+                let wake = remoteWake
+                store = try tier.open(
+                    RemoteContext(
+                        origin: origin, cacheName: name, logger: logger,
+                        changesArrived: { wake.withLock { $0 }?.wake() }))
+            } catch {
+                follower?.stop()
+                disk.close()
+                throw error
+            }
+            let remoteFollower = ChangeFollower(
+                feed: store.feed, origin: origin,
+                target: Self.remoteFollowerTarget(
+                    memory, disk: disk, origin: origin, loads: loads, writeLocks: writeLocks, logger: logger),
+                cacheName: name, logger: logger)
+            // The store wakes it when messages arrive; the timer is the backstop.
+            remoteFollower.start(interval: configuration.coherence.pollInterval ?? .milliseconds(5))
+            remoteWake.withLock { $0 = remoteFollower }
+            remote = store
+            self.remoteFollower = remoteFollower
+        } else {
+            remote = nil
+            remoteFollower = nil
+        }
         evictionToken = disk.observeEvictions { evictions in
             for eviction in evictions {
                 counters.diskRemoval(eviction.reason)
@@ -136,6 +171,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         droppedWritesAtOpen = 0
         evictionToken = nil
         follower = nil
+        remote = nil
+        remoteFollower = nil
     }
 
     /// What the change follower does to `memory`: drops entries (the listener hears of them as
@@ -163,12 +200,71 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                 memory.finish(removed, report)
                 return count
             },
+            dropAll: { dropMemoryTier(memory, loads: loads, writeLocks: writeLocks) },
+            missed: { dropMemoryTier(memory, loads: loads, writeLocks: writeLocks) })
+    }
+
+    /// Empties the memory tier, superseding every load under way; returns how many entries it held.
+    private static func dropMemoryTier(
+        _ memory: MemoryCache<Key, Value>, loads: LoadCoalescer<Key, Value>, writeLocks: KeyWriteLocks
+    ) -> Int {
+        writeLocks.withAllLocks { loads.supersedeAll() }
+        let count = memory.totalCount
+        memory.removeAll()
+        return count
+    }
+
+    /// What the remote tier's follower does: another machine's change removes the entries it
+    /// names from both local tiers (the disk removal logged as this cache's, so the other
+    /// processes on this directory follow it through the change log), as the memory follower's
+    /// target does for memory; missed changes drop the memory tier only (the disk tier keeps what
+    /// it holds until it expires).
+    private static func remoteFollowerTarget(
+        _ memory: MemoryCache<Key, Value>, disk: DiskCache, origin: UInt64, loads: LoadCoalescer<Key, Value>,
+        writeLocks: KeyWriteLocks, logger: Logger
+    ) -> ChangeFollower.Target {
+        let local = followerTarget(memory, loads: loads, writeLocks: writeLocks)
+        return ChangeFollower.Target(
+            dropKey: { bytes in
+                guard let key = Key(cacheKeyBytes: bytes) else { return false }
+                let onDisk = (try? disk.containsData(forKey: bytes)) == true
+                let (value, removed, report) = writeLocks.withLock(for: key) {
+                    loads.supersede(key)
+                    do {
+                        try disk.removeData(forKey: bytes, origin: origin)
+                    } catch {
+                        logger.debug(
+                            "LMDBCache could not apply a remote removal to its disk tier",
+                            metadata: ["error": .escaped(error)])
+                    }
+                    return memory.removeValueDeferringRemovals(forKey: key)
+                }
+                memory.finish(removed, report)
+                return value != nil || onDisk
+            },
+            dropTag: { tag in
+                var count = 0
+                do {
+                    count = try disk.removeAll(taggedWithStoredBytes: tag, origin: origin)
+                } catch {
+                    logger.debug(
+                        "LMDBCache could not apply a remote tag removal to its disk tier",
+                        metadata: ["error": .escaped(error)])
+                }
+                return count + local.dropTag(tag)
+            },
             dropAll: {
-                writeLocks.withAllLocks { loads.supersedeAll() }
-                let count = memory.totalCount
-                memory.removeAll()
-                return count
-            })
+                let count = disk.totalCount
+                do {
+                    try disk.removeAll(origin: origin)
+                } catch {
+                    logger.debug(
+                        "LMDBCache could not apply a remote removal of everything to its disk tier",
+                        metadata: ["error": .escaped(error)])
+                }
+                return count + local.dropAll()
+            },
+            missed: local.missed)
     }
 
     deinit {
@@ -309,6 +405,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         // After the disk: a read that promotes what it found before the removal is refused, as
         // the tag's removal moves every memory shard on.
         memory.removeAll(taggedWith: tag)
+        if let remote, let bytes = try? EntryTags.storedBytes(of: tag) { remote.removeAll(taggedWith: bytes) }
         return removed
     }
 
@@ -322,7 +419,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     @discardableResult
     func store(
         _ value: Value, forKey key: Key, cost: Int?, expiresAfter: Duration?, staleFor: Duration?,
-        tags tagSet: Set<String> = [], fromLoad: Bool = false
+        tags tagSet: Set<String> = [], fromLoad: Bool = false, toRemote: Bool = true
     ) -> Bool {
         guard !isClosed.value else {
             record(CacheError.closed, "insert")
@@ -362,6 +459,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         var diskFailure: (any Error)?
         var encodedCount = 0
         var prepared: DiskCache.PreparedWrite?
+        var remoteRecord: (bytes: [UInt8], keepUntil: UInt64)?
         do {
             let encoded: [UInt8]
             do {
@@ -377,6 +475,14 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             prepared = try disk.prepareWrite(
                 encoded, forKey: bytes, now: now, expires: lifetime.expires, staleUntil: lifetime.staleUntil,
                 tags: tags)
+            if remote != nil && toRemote {
+                remoteRecord = (
+                    try RemoteRecord.encode(
+                        encoded, forKey: bytes, now: now, expires: lifetime.expires, staleUntil: lifetime.staleUntil,
+                        tags: tags, configuration: disk.configuration),
+                    lifetime.staleUntil != 0 ? lifetime.staleUntil : lifetime.expires
+                )
+            }
         } catch {
             diskFailure = error
         }
@@ -396,6 +502,15 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                 // The disk refused the value (too large, not encodable): the one it would have
                 // replaced must not outlive the new one in memory, nor come back after a restart.
                 if (try? disk.removeData(forKey: bytes, origin: origin)) != nil { diskReplaced = replacesDiskOnly }
+            }
+            // Under the key's lock: the remote tier gets one key's writes and removals in order.
+            // A value the disk refused is not sent; its key is removed there as here.
+            if let remote, toRemote {
+                if diskFailure == nil, let remoteRecord {
+                    remote.write(remoteRecord.bytes, forKey: bytes, keepUntil: remoteRecord.keepUntil, tags: tags.bytes)
+                } else {
+                    remote.remove(forKey: bytes)
+                }
             }
             let now = memory.now
             let lifetime = Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
@@ -434,6 +549,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         let (_, removed, report) = writeLocks.withLock(for: key) {
             loads.supersede(key)
             do { try disk.removeData(forKey: bytes, origin: origin) } catch { diskFailure = error }
+            // Under the key's lock: the remote tier gets one key's writes and removals in order.
+            remote?.remove(forKey: bytes)
             return memory.removeValueDeferringRemovals(forKey: key)
         }
         if let diskFailure {
@@ -460,6 +577,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             do { try disk.removeAll(origin: origin) } catch { record(error, "remove all") }
         }
         memory.removeAll()
+        remote?.removeAll()
     }
 
     // MARK: Trimming
@@ -501,6 +619,13 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             statistics.memoryTierDrops = follower.memoryDrops.load(ordering: .relaxed)
             statistics.invalidationLag = .milliseconds(Int64(clamping: follower.lastLag.load(ordering: .relaxed)))
         }
+        if let remote, let remoteFollower {
+            var remoteStatistics = remote.statistics
+            remoteStatistics.changesReceived = remoteFollower.received.load(ordering: .acquiring)
+            remoteStatistics.changesApplied = remoteFollower.applied.load(ordering: .relaxed)
+            remoteStatistics.memoryTierDrops = remoteFollower.memoryDrops.load(ordering: .relaxed)
+            statistics.remote = remoteStatistics
+        }
         if let disk { statistics.failedWrites += disk.droppedWriteCount - droppedWritesAtOpen }
         if let disk, !isClosed.value {
             counters.diskMetrics.entries.set(disk.totalCount)
@@ -530,6 +655,9 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     public func close() {
         guard isClosed.set() else { return }
         follower?.stop()
+        remoteFollower?.stop()
+        remoteWake.withLock { $0 = nil }
+        remote?.close()
         if let evictionToken, let disk {
             disk.waitForEvictionEvents()
             disk.stopObservingEvictions(evictionToken)

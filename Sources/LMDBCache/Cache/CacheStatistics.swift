@@ -43,6 +43,8 @@ public struct CacheStatistics: Sendable, Equatable {
     /// How long after its commit the newest change received was applied here (wall clocks);
     /// zero before the first.
     public var invalidationLag: Duration = .zero
+    /// The remote tier's counts (``Cache/Configuration/remote``); nil without one.
+    public var remote: RemoteStatistics?
 }
 
 /// Why a get-or-load served a stale value: the `reason` dimension of

@@ -35,15 +35,20 @@ public struct Freshness: Sendable, Hashable {
     /// ``CacheError/loadTimedOut(key:after:)``. The load goes on in the background and its result
     /// is stored.
     public var hardTimeout: Duration?
+    /// With a remote tier (``Cache/Configuration/remote``): a key missing in every tier is loaded
+    /// by one machine, which holds a lease in the remote tier while the others wait for its value
+    /// (``LoadLease``). Without one, it does nothing.
+    public var lease: LoadLease?
 
     /// Freshness options; each nil (the default) is off.
     public init(
         refreshAfter: Duration? = nil, staleIfError: Duration? = nil, timeout: Duration? = nil,
-        hardTimeout: Duration? = nil
+        hardTimeout: Duration? = nil, lease: LoadLease? = nil
     ) {
         self.refreshAfter = refreshAfter
         self.staleIfError = staleIfError
         self.timeout = timeout
         self.hardTimeout = hardTimeout
+        self.lease = lease
     }
 }

@@ -4,7 +4,7 @@
 /// The first transport is the disk tier's change log (``DiskChangeLog``), which records each
 /// change in the transaction that makes it. A transport across machines implements the same two
 /// calls; ``Cache`` and its ``ChangeFollower`` stay as they are.
-protocol ChangeFeed: Sendable {
+package protocol ChangeFeed: Sendable {
     /// Publishes `change`, just made by this cache. A transport that records changes with the
     /// write itself (the disk tier's log) has nothing to do.
     func publish(_ change: CacheChange)
@@ -15,7 +15,7 @@ protocol ChangeFeed: Sendable {
 }
 
 /// What a ``ChangeFeed`` delivers.
-enum ChangeDelivery: Sendable, Equatable {
+package enum ChangeDelivery: Sendable, Equatable {
     /// These changes, in the order they were made (empty: none since the last call).
     case changes([CacheChange])
     /// Changes were missed (the follower fell further behind than the feed keeps, or the feed

@@ -23,6 +23,9 @@ final class ChangeFollower: Sendable {
         var dropTag: @Sendable ([UInt8]) -> Int
         /// Drops every entry; returns how many.
         var dropAll: @Sendable () -> Int
+        /// What to do when changes were missed (``ChangeDelivery/missed``); returns how many
+        /// entries it dropped. The memory tier is dropped whole.
+        var missed: @Sendable () -> Int
     }
 
     private let feed: any ChangeFeed
@@ -90,6 +93,15 @@ final class ChangeFollower: Sendable {
         if DispatchQueue.getSpecific(key: Self.queueKey) != ObjectIdentifier(queue) { queue.sync {} }
     }
 
+    /// Polls soon on the follower's queue, without waiting: the feed has changes.
+    func wake() {
+        guard timer.withLock({ $0 != nil }) else { return }
+        queue.async { [weak self] in
+            guard let self, self.timer.withLock({ $0 != nil }) else { return }
+            self.poll()
+        }
+    }
+
     /// Runs a poll now on the follower's queue and returns once it is done: for tests, which then
     /// know every change committed before the call is applied.
     func pollNow() {
@@ -104,11 +116,11 @@ final class ChangeFollower: Sendable {
             while true {
                 switch try feed.receive() {
                 case .missed:
-                    let dropped = target.dropAll()
+                    let dropped = target.missed()
                     memoryDrops.add(1, ordering: .relaxed)
                     memoryDropsCounter.increment()
                     logger.info(
-                        "LMDBCache missed changes made by other processes; dropped its memory tier",
+                        "LMDBCache missed changes made by other caches; dropped its memory tier",
                         metadata: ["entries": "\(dropped)"])
                 case .changes(let changes):
                     apply(changes)

@@ -347,7 +347,12 @@ public final class DiskCache: Sendable {
 
     /// ``removeAll(taggedWith:)`` logged as `origin`'s.
     func removeAll(taggedWith tag: String, origin: UInt64) throws -> Int {
-        let bytes = try EntryTags.storedBytes(of: tag)
+        try removeAll(taggedWithStoredBytes: try EntryTags.storedBytes(of: tag), origin: origin)
+    }
+
+    /// ``removeAll(taggedWith:)`` of the tag stored as `bytes` (a change received from elsewhere).
+    func removeAll(taggedWithStoredBytes bytes: [UInt8], origin: UInt64) throws -> Int {
+        guard !bytes.isEmpty, bytes.count <= EntryTags.maxLength else { return 0 }
         return try withStore { try $0.removeAll(taggedWith: bytes, origin: origin) }
     }
 
