@@ -174,6 +174,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Redis"])),
                 .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Redis"])),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio", condition: .when(traits: ["Redis"])),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["Redis"])),
             ]
         ),

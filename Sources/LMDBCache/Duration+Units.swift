@@ -4,7 +4,7 @@ extension Duration {
     /// Whole milliseconds, rounded down; negative durations count as zero, and durations past
     /// `UInt64.max` milliseconds (`.seconds(Int64.max)`, the usual "forever") as `UInt64.max`.
     @inlinable
-    var milliseconds: UInt64 {
+    package var milliseconds: UInt64 {
         let (seconds, attoseconds) = components
         guard seconds >= 0 else { return 0 }
         let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000)

@@ -194,6 +194,12 @@ extension Cache {
             if let options = request.lease {
                 switch await remote.lease(forKey: bytes, holdFor: options.holdFor) {
                 case .acquired(let token):
+                    // The previous holder may have stored its value and let go between this
+                    // cache's miss and its taking the lease: look once more before loading.
+                    if let found = remoteValue(await remote.record(forKey: bytes), forKey: key, request) {
+                        remote.release(token, forKey: bytes)
+                        return found
+                    }
                     lease = token
                 case .heldElsewhere:
                     let record = await remote.waitForRecord(forKey: bytes, timeout: options.waitFor)
@@ -228,11 +234,15 @@ extension Cache {
     func remoteValue(
         _ record: [UInt8]?, forKey key: Key, _ request: LoadRequest
     ) -> (result: Result<Value, any Error>, stored: Bool)? {
-        guard let record, let disk, let decoded = RemoteRecord.decode(record, forKey: key.cacheKeyBytes) else {
+        guard let record, let disk else { return nil }
+        guard let decoded = RemoteRecord.decode(record, forKey: key.cacheKeyBytes),
+            let value = try? codec.decode(decoded.value)
+        else {
+            remote?.discardDamaged(forKey: key.cacheKeyBytes)
             return nil
         }
         let now = disk.configuration.clock.milliseconds
-        guard decoded.expires == 0 || decoded.expires > now, let value = try? codec.decode(decoded.value) else { return nil }
+        guard decoded.expires == 0 || decoded.expires > now else { return nil }
         let expiresAfter = decoded.expires == 0 ? nil : Duration.milliseconds(Int64(clamping: decoded.expires - now))
         let staleFor =
             decoded.staleUntil > decoded.expires

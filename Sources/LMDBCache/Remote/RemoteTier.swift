@@ -67,6 +67,10 @@ package protocol RemoteStore: Sendable {
     /// Queues the removal of `key`, then publishing it.
     func remove(forKey key: [UInt8])
 
+    /// The record ``record(forKey:)`` returned for `key` is damaged or not `key`'s: counted, and
+    /// removed there (without publishing: no value changed).
+    func discardDamaged(forKey key: [UInt8])
+
     /// Queues the removal of every entry carrying the tag stored as `tag`, then publishing it.
     func removeAll(taggedWith tag: [UInt8])
 

@@ -1,0 +1,36 @@
+#if Redis
+/// Where the tier keeps things in Redis, under the configured namespace `ns`:
+///
+/// | Redis key | holds |
+/// |---|---|
+/// | `ns:v:KEY` | the record of the entry whose key's bytes are KEY (string, expiring with it) |
+/// | `ns:t:TAG` | the keys (bytes) of entries carrying the tag stored as TAG (set) |
+/// | `ns:l:KEY` | KEY's load lease: the holder's random token (string, expiring) |
+/// | channel `ns:changes` | every change, encoded as ``LMDBCache/CacheChange`` |
+struct RedisKeys: Sendable {
+    let namespace: [UInt8]
+    let value: [UInt8]
+    let tag: [UInt8]
+    let lease: [UInt8]
+    let channel: [UInt8]
+
+    init(namespace: String) {
+        let ns = Array(namespace.utf8)
+        self.namespace = ns
+        value = ns + Array(":v:".utf8)
+        tag = ns + Array(":t:".utf8)
+        lease = ns + Array(":l:".utf8)
+        channel = ns + Array(":changes".utf8)
+    }
+
+    func value(_ key: [UInt8]) -> [UInt8] { value + key }
+    func tag(_ tag: [UInt8]) -> [UInt8] { self.tag + tag }
+    func lease(_ key: [UInt8]) -> [UInt8] { lease + key }
+
+    /// The entry key a value key names, or nil when it is not one of this namespace's.
+    func entryKey(ofValueKey bytes: [UInt8]) -> [UInt8]? {
+        guard bytes.count > value.count, bytes.starts(with: value) else { return nil }
+        return Array(bytes[value.count...])
+    }
+}
+#endif

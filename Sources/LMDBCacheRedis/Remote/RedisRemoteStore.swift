@@ -1,0 +1,370 @@
+#if Redis
+import Dispatch
+import LMDBCache
+import Logging
+import NIOConcurrencyHelpers
+import RESP
+
+/// The Redis tier of one ``LMDBCache/Cache``: lookups, the background writer, load leases and the
+/// subscription that brings other machines' changes (``RedisChangeFeed``).
+///
+/// Nothing here throws at the cache or makes it wait longer than the command timeout: failures are
+/// misses and counts, and after ``RedisConfiguration/failureThreshold`` consecutive ones the
+/// circuit opens (``CircuitBreaker``).
+final class RedisRemoteStore: RemoteStore {
+    private let executor: any RedisExecutor
+    private let subscriber: RedisSubscriber
+    private let keys: RedisKeys
+    private let breaker: CircuitBreaker
+    private let timeout: Duration
+    private let origin: UInt64
+    private let logger: Logger
+    private let queue: RedisWriteQueue
+    private let changeFeed: RedisChangeFeed
+    private let counts = NIOLockedValueBox(RemoteStatistics())
+    /// The writer task's end, for ``close()`` to wait on.
+    private let writerDone = DispatchSemaphore(value: 0)
+
+    /// Writes sent per pipeline at most.
+    static let pipelineLimit = 256
+
+    init(
+        executor: any RedisExecutor, subscriber: (RedisChangeFeed, @escaping @Sendable () -> Void) -> RedisSubscriber,
+        configuration: RedisConfiguration, context: RemoteContext
+    ) {
+        self.executor = executor
+        keys = RedisKeys(namespace: configuration.namespace)
+        timeout = configuration.commandTimeout
+        origin = context.origin
+        logger = context.logger
+        breaker = CircuitBreaker(
+            threshold: configuration.failureThreshold, openDuration: configuration.openDuration, logger: context.logger)
+        queue = RedisWriteQueue(limit: configuration.writeQueueLimit)
+        let feed = RedisChangeFeed()
+        changeFeed = feed
+        self.subscriber = subscriber(feed, context.changesArrived)
+        self.subscriber.start()
+        let done = writerDone
+        Task { [self] in
+            await writeLoop()
+            done.signal()
+        }
+    }
+
+    var feed: any ChangeFeed { changeFeed }
+
+    var statistics: RemoteStatistics {
+        var statistics = counts.withLockedValue { $0 }
+        statistics.writesDropped = queue.dropped
+        statistics.circuitOpenings = breaker.openings
+        statistics.isCircuitOpen = breaker.isOpen
+        return statistics
+    }
+
+    // MARK: Lookups
+
+    func record(forKey key: [UInt8]) async -> [UInt8]? {
+        let valueKey = keys.value(key)
+        guard let reply = await run([RedisCommand("GET", valueKey, key: valueKey)])?.first else { return nil }
+        switch reply {
+        case .bulkString(let bytes?):
+            count { $0.hits += 1 }
+            return bytes
+        case .bulkString(nil), .null:
+            count { $0.misses += 1 }
+            return nil
+        default:
+            // WRONGTYPE and the like: something else wrote the key. A miss, and a failure.
+            count { $0.failures += 1 }
+            return nil
+        }
+    }
+
+    func lease(forKey key: [UInt8], holdFor: Duration) async -> RemoteLease {
+        let token = (0..<16).map { _ in UInt8.random(in: .min ... .max) }
+        let leaseKey = keys.lease(key)
+        let milliseconds = max(1, holdFor.milliseconds)
+        guard
+            let reply = await run([
+                RedisCommand("SET", leaseKey, token, Array("NX".utf8), Array("PX".utf8), Array("\(milliseconds)".utf8), key: leaseKey)
+            ])?.first
+        else { return .unavailable }
+        switch reply {
+        case .simpleString:
+            count { $0.leasesAcquired += 1 }
+            return .acquired(token: token)
+        case .bulkString(nil), .null:
+            count { $0.leaseWaits += 1 }
+            return .heldElsewhere
+        default:
+            count { $0.failures += 1 }
+            return .unavailable
+        }
+    }
+
+    func waitForRecord(forKey key: [UInt8], timeout wait: Duration) async -> [UInt8]? {
+        let clock = ContinuousClock()
+        let deadline = clock.now + wait
+        let valueKey = keys.value(key)
+        let leaseKey = keys.lease(key)
+        var pause = Duration.milliseconds(2)
+        while clock.now < deadline {
+            if let replies = await run([
+                RedisCommand("GET", valueKey, key: valueKey), RedisCommand("EXISTS", leaseKey, key: leaseKey),
+            ]), replies.count == 2 {
+                if case .bulkString(let bytes?) = replies[0] {
+                    count { $0.leaseWaitsServed += 1 }
+                    return bytes
+                }
+                // The holder is gone without storing a value (its loader failed, or the value was
+                // not cacheable): load here rather than wait out the timeout.
+                if case .integer(0) = replies[1] { return nil }
+            } else if breaker.isOpen {
+                return nil
+            }
+            do {
+                try await clock.sleep(until: min(clock.now + pause, deadline))
+            } catch {
+                return nil
+            }
+            pause = min(pause * 2, .milliseconds(50))
+        }
+        return nil
+    }
+
+    // MARK: Writes
+
+    func write(_ record: [UInt8], forKey key: [UInt8], keepUntil: UInt64, tags: [[UInt8]]) {
+        queue.push(.set(key: key, record: record, keepUntil: keepUntil, tags: tags))
+    }
+
+    func remove(forKey key: [UInt8]) {
+        queue.push(.remove(key: key))
+    }
+
+    func discardDamaged(forKey key: [UInt8]) {
+        count { $0.damagedRecords += 1 }
+        queue.push(.discard(key: key))
+    }
+
+    func removeAll(taggedWith tag: [UInt8]) {
+        queue.push(.removeTag(tag))
+    }
+
+    func removeAll() {
+        queue.push(.removeAll)
+    }
+
+    func release(_ token: [UInt8], forKey key: [UInt8]) {
+        queue.push(.release(key: key, token: token))
+    }
+
+    /// Sends the queue's writes until it is closed and empty: pipelines of consecutive plain
+    /// writes, and each lookup-needing one on its own, each retried while the circuit is open
+    /// (after its open period) until it succeeds, or the store closes.
+    private func writeLoop() async {
+        while let batch = await queue.next(upTo: Self.pipelineLimit) {
+            var start = 0
+            while start < batch.count {
+                var end = start + 1
+                if !batch[start].needsLookup {
+                    while end < batch.count && !batch[end].needsLookup { end += 1 }
+                }
+                let segment = Array(batch[start..<end])
+                start = end
+                await send(segment)
+            }
+        }
+    }
+
+    /// Sends `writes` until Redis acknowledges them, waiting out the circuit's open periods; gives
+    /// up (counted as dropped) once the store is closing and Redis does not answer.
+    private func send(_ writes: [RedisWrite]) async {
+        while true {
+            if breaker.allows() {
+                do {
+                    let published = try await perform(writes)
+                    breaker.succeeded()
+                    count {
+                        $0.writes += writes.count
+                        $0.changesPublished += published
+                    }
+                    return
+                } catch {
+                    breaker.failed(error)
+                    count { $0.failures += 1 }
+                    logger.debug("LMDBCache could not send writes to Redis", metadata: ["error": "\(error)"])
+                }
+            }
+            if queue.isClosed {
+                queue.countDropped(writes.count)
+                return
+            }
+            let retryAt = breaker.retryAt
+            let clock = ContinuousClock()
+            // Closed but failing: a short pause before the next try, not a tight loop.
+            let until = max(retryAt, clock.now + .milliseconds(10))
+            try? await clock.sleep(until: until)
+        }
+    }
+
+    /// Runs `writes` (one pipeline, or a lookup then a pipeline); returns how many changes it
+    /// published.
+    private func perform(_ writes: [RedisWrite]) async throws -> Int {
+        var commands: [RedisCommand] = []
+        var published = 0
+        let now = CacheChange.wallClockNow()
+        for write in writes {
+            switch write {
+            case .set(let key, let record, let keepUntil, let tags):
+                let valueKey = keys.value(key)
+                if keepUntil != 0 && keepUntil <= now {
+                    commands.append(RedisCommand("DEL", valueKey, key: valueKey))
+                } else if keepUntil == 0 {
+                    commands.append(RedisCommand("SET", valueKey, record, key: valueKey))
+                } else {
+                    commands.append(
+                        RedisCommand("SET", valueKey, record, Array("PXAT".utf8), Array("\(keepUntil)".utf8), key: valueKey))
+                }
+                for tag in tags {
+                    let tagKey = keys.tag(tag)
+                    commands.append(RedisCommand("SADD", tagKey, key, key: tagKey))
+                }
+                commands.append(publish(.key, key, now))
+                published += 1
+            case .remove(let key):
+                let valueKey = keys.value(key)
+                commands.append(RedisCommand("DEL", valueKey, key: valueKey))
+                commands.append(publish(.key, key, now))
+                published += 1
+            case .discard(let key):
+                let valueKey = keys.value(key)
+                commands.append(RedisCommand("DEL", valueKey, key: valueKey))
+            case .release(let key, let token):
+                let leaseKey = keys.lease(key)
+                commands.append(
+                    RedisCommand(
+                        "EVAL", Self.releaseScript, Array("1".utf8), leaseKey, token, key: leaseKey))
+            case .removeTag(let tag):
+                let tagKey = keys.tag(tag)
+                let members = try await execute([RedisCommand("SMEMBERS", tagKey, key: tagKey)])
+                var keysToRemove: [[UInt8]] = []
+                switch members.first {
+                case .array(let values?), .set(let values):
+                    for case .bulkString(let member?) in values { keysToRemove.append(member) }
+                default: break
+                }
+                for member in keysToRemove {
+                    let valueKey = keys.value(member)
+                    commands.append(RedisCommand("DEL", valueKey, key: valueKey))
+                }
+                // Only the members read: a key tagged since is kept in the set.
+                if !keysToRemove.isEmpty {
+                    commands.append(RedisCommand([Array("SREM".utf8), tagKey] + keysToRemove, key: tagKey))
+                }
+                commands.append(publish(.tag, tag, now))
+                published += 1
+            case .removeAll:
+                try await removeNamespace()
+                commands.append(publish(.all, [], now))
+                published += 1
+            }
+        }
+        let replies = try await execute(commands)
+        if let failure = replies.first(where: { if case .error = $0 { return true } else { return false } }),
+            case .error(let message) = failure
+        {
+            logger.debug("Redis refused a write", metadata: ["error": "\(String(decoding: message, as: UTF8.self))"])
+        }
+        return published
+    }
+
+    /// Deletes every key of the namespace (SCAN, then DEL in pipelines).
+    private func removeNamespace() async throws {
+        var cursor: [UInt8] = Array("0".utf8)
+        let pattern = Self.globEscaped(keys.namespace) + Array(":*".utf8)
+        repeat {
+            let replies = try await execute([
+                RedisCommand("SCAN", cursor, Array("MATCH".utf8), pattern, Array("COUNT".utf8), Array("1000".utf8))
+            ])
+            guard case .array(let parts?)? = replies.first, parts.count == 2,
+                case .bulkString(let next?) = parts[0], case .array(let found?) = parts[1]
+            else { throw RedisClientError.protocolViolation("unexpected SCAN reply") }
+            cursor = next
+            let names = found.compactMap { value -> [UInt8]? in
+                if case .bulkString(let name?) = value { return name } else { return nil }
+            }
+            if !names.isEmpty { _ = try await execute(names.map { RedisCommand("DEL", $0, key: $0) }) }
+        } while cursor != Array("0".utf8)
+    }
+
+    /// `bytes` with the glob pattern's special characters escaped.
+    static func globEscaped(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+        var escaped: [UInt8] = []
+        for byte in bytes {
+            if byte == UInt8(ascii: "*") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "[")
+                || byte == UInt8(ascii: "]") || byte == UInt8(ascii: "\\")
+            {
+                escaped.append(UInt8(ascii: "\\"))
+            }
+            escaped.append(byte)
+        }
+        return escaped
+    }
+
+    /// Deletes the lease key only while it still holds the caller's token.
+    private static let releaseScript = Array(
+        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end".utf8)
+
+    private func publish(_ kind: CacheChange.Kind, _ subject: [UInt8], _ now: UInt64) -> RedisCommand {
+        RedisCommand(
+            "PUBLISH", keys.channel, CacheChange(kind: kind, origin: origin, time: now, subject: subject).encoded)
+    }
+
+    // MARK: Plumbing
+
+    /// Runs `commands` under the breaker and the timeout; nil when refused or failed (counted).
+    private func run(_ commands: [RedisCommand]) async -> [RESPValue]? {
+        guard breaker.allows() else {
+            count { $0.failures += 1 }
+            return nil
+        }
+        do {
+            let replies = try await execute(commands)
+            breaker.succeeded()
+            return replies
+        } catch {
+            breaker.failed(error)
+            count { $0.failures += 1 }
+            logger.debug("LMDBCache's Redis lookup failed", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    private func execute(_ commands: [RedisCommand]) async throws -> [RESPValue] {
+        let replies = try await executor.execute(commands, timeout: timeout)
+        guard replies.count == commands.count else {
+            throw RedisClientError.protocolViolation("\(replies.count) replies to \(commands.count) commands")
+        }
+        return replies
+    }
+
+    private func count(_ body: (inout RemoteStatistics) -> Void) {
+        counts.withLockedValue(body)
+    }
+
+    func close() {
+        queue.close()
+        // The queued writes get until about two command timeouts to go out; a Redis that is down
+        // costs the closing caller no more.
+        let milliseconds = Int(clamping: timeout.milliseconds.multipliedReportingOverflow(by: 2).partialValue)
+        _ = writerDone.wait(timeout: .now() + .milliseconds(max(10, min(milliseconds, 60_000))))
+        let executor = executor
+        let subscriber = subscriber
+        Task {
+            await subscriber.close()
+            await executor.close()
+        }
+    }
+}
+#endif

@@ -1,0 +1,115 @@
+#if Redis
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// What the tier sends Redis in the background, in the order the cache made the changes (one key's
+/// writes and removals are queued under that key's lock, and one task sends them in order on
+/// pipelines, so Redis applies them in that order).
+enum RedisWrite: Sendable, Equatable {
+    /// Store a record until `keepUntil` (ms since 1970; 0: no end), indexed under `tags`; publish.
+    case set(key: [UInt8], record: [UInt8], keepUntil: UInt64, tags: [[UInt8]])
+    /// Remove a key; publish.
+    case remove(key: [UInt8])
+    /// Remove a damaged record; nothing to publish.
+    case discard(key: [UInt8])
+    /// Remove every entry carrying a tag (stored bytes); publish.
+    case removeTag([UInt8])
+    /// Remove every entry of the namespace; publish.
+    case removeAll
+    /// Release a load lease if its token is still this one's.
+    case release(key: [UInt8], token: [UInt8])
+
+    /// Whether it needs a reply before its commands can be built (a tag's members, a scan): sent
+    /// on its own rather than in a pipeline with others.
+    var needsLookup: Bool {
+        switch self {
+        case .removeTag, .removeAll: return true
+        case .set, .remove, .discard, .release: return false
+        }
+    }
+}
+
+/// A bounded FIFO of ``RedisWrite``s with one consumer that waits for them.
+///
+/// Past ``limit`` the oldest waiting write is dropped and counted: a Redis that stays down must not
+/// grow the process without bound. What is dropped is lost for the other machines (they see the
+/// change once their own entries expire); the count says how often.
+final class RedisWriteQueue: Sendable {
+    private struct State {
+        var writes = CircularBuffer<RedisWrite>()
+        var waiter: CheckedContinuation<Void, Never>?
+        var closed = false
+        var dropped = 0
+    }
+
+    let limit: Int
+    private let state = NIOLockedValueBox(State())
+
+    init(limit: Int) {
+        self.limit = max(1, limit)
+    }
+
+    /// Queues `write` (dropping the oldest past the limit). After ``close()`` it is dropped.
+    func push(_ write: RedisWrite) {
+        let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            guard !state.closed else {
+                state.dropped += 1
+                return nil
+            }
+            state.writes.append(write)
+            if state.writes.count > limit {
+                state.writes.removeFirst()
+                state.dropped += 1
+            }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Up to `count` writes, oldest first, waiting until there is one; nil once closed and empty.
+    func next(upTo count: Int) async -> [RedisWrite]? {
+        while true {
+            let taken = state.withLockedValue { state -> [RedisWrite]?? in
+                if !state.writes.isEmpty {
+                    var batch: [RedisWrite] = []
+                    batch.reserveCapacity(min(count, state.writes.count))
+                    while batch.count < count, let write = state.writes.popFirst() { batch.append(write) }
+                    return .some(batch)
+                }
+                return state.closed ? .some(nil) : .none
+            }
+            if let taken { return taken }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLockedValue { state -> Bool in
+                    if !state.writes.isEmpty || state.closed { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        }
+    }
+
+    /// Counts writes the consumer gave up on (the cache closed while Redis was unreachable).
+    func countDropped(_ count: Int) {
+        state.withLockedValue { $0.dropped += count }
+    }
+
+    /// No more writes: the consumer drains what is queued and ends.
+    func close() {
+        let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            state.closed = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    var isClosed: Bool { state.withLockedValue { $0.closed } }
+    /// Writes dropped so far.
+    var dropped: Int { state.withLockedValue { $0.dropped } }
+    /// Writes waiting.
+    var count: Int { state.withLockedValue { $0.writes.count } }
+}
+#endif
