@@ -101,7 +101,8 @@ let package = Package(
         .executableTarget(
             name: "cache-test-helper",
             // CLMDB: `hold-writer` holds LMDB's writer lock as another program on the store would.
-            dependencies: ["LMDBCache", "CacheTestSupport", "CLMDB"],
+            // LMDBCacheRedis: `node`, a machine of a fleet (empty without the Redis trait).
+            dependencies: ["LMDBCache", "LMDBCacheRedis", "CacheTestSupport", "CLMDB"],
             path: "Tests/cache-test-helper"
         ),
         .testTarget(
