@@ -122,7 +122,7 @@ final class RedisConnection: Sendable {
         if isAuthentication || text.hasPrefix("NOAUTH") || text.hasPrefix("WRONGPASS") {
             throw .authenticationFailed("\(endpoint): \(text)")
         }
-        throw .connectFailed("\(endpoint): \(command.arguments[0].count == 5 ? "HELLO 3" : "PING") refused: \(text)")
+        throw .connectFailed("\(endpoint): \(String(decoding: command.arguments[0], as: UTF8.self)) refused: \(text)")
     }
 
     /// Sends `commands` in one write and returns their replies in order (error replies as values).

@@ -74,6 +74,9 @@ final class RedisSubscriber: Sendable {
 
     private var isClosed: Bool { state.withLock { $0.isClosed } }
 
+    /// Whether a connection is up (connected and handshaken; subscribed or about to be).
+    var isConnected: Bool { state.withLock { $0.connection != nil } }
+
     /// Connects, subscribes and reads until failure, again and again with backoff, until closed.
     private func run() async {
         var failures = 0

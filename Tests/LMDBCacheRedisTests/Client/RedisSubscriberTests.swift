@@ -63,5 +63,23 @@ struct RedisSubscriberTests {
         #expect(await eventually { subscriptions.all == [false] })
         await subscriber.close()
     }
+
+    @Test("a server that stops answering is noticed by the PING health check; the subscriber resubscribes")
+    func healthCheck() async throws {
+        let server = try await RedisServer()
+        defer { server.stop() }
+        let subscriptions = Recorder<Bool>()
+        let subscriber = try RedisSubscriber(
+            configuration: server.configuration(), channel: bytes("c"), logger: testLogger,
+            healthCheckInterval: .milliseconds(200), onMessage: { _ in }, onSubscribed: { subscriptions.record($0) })
+        subscriber.start()
+        #expect(await eventually { subscriptions.all == [false] })
+        server.pause()
+        // No FIN, no RST: only the unanswered PINGs reveal the stall.
+        #expect(await eventually { !subscriber.isConnected }, "the stalled connection was dropped")
+        server.resume()
+        #expect(await eventually { subscriptions.all == [false, true] })
+        await subscriber.close()
+    }
 }
 #endif
