@@ -22,11 +22,8 @@ extension RemoteTier {
             let executor: any RedisExecutor
             do {
                 if configuration.cluster {
-                    let connector = try RedisConnector(configuration: client)
-                    let logger = context.logger
-                    executor = RedisClusterClient(seeds: client.endpoints, logger: logger) { endpoint in
-                        RedisConnectionPool(connector: connector, endpoint: endpoint, logger: logger)
-                    }
+                    // CLUSTER-ROUTER: replaced when the cluster client lands.
+                    throw CacheError.invalidConfiguration(reason: "Redis Cluster is not supported yet")
                 } else {
                     executor = try RedisConnectionPool(configuration: client, logger: context.logger)
                 }
