@@ -94,7 +94,7 @@ let package = Package(
         // helper's deterministic write sequence.
         .target(
             name: "CacheTestSupport",
-            dependencies: ["LMDBCache", "CacheDump"],
+            dependencies: ["LMDBCache", "CacheDump", "RESP"],
             path: "Tests/CacheTestSupport"
         ),
         // A second real process for the multi-process and crash tests.
