@@ -33,7 +33,7 @@ package enum RESPEncoder {
     /// Appends `value` as a server would send it (RESP3 types with their RESP3 markers).
     ///
     /// Round-trips through ``RESPParser`` for every value the parser returns. A value built by hand
-    /// need not be valid RESP: a simple string or error holding CR or LF, a verbatim format that is
+    /// need not be valid RESP: a simple string holding CR or LF, a verbatim format that is
     /// not 3 bytes, or a double or big number that is no number encode into bytes the parser refuses.
     package static func encodeValue(_ value: RESPValue, into output: inout [UInt8]) {
         // An explicit stack rather than recursion: values parsed from the wire may be deep.
@@ -41,7 +41,13 @@ package enum RESPEncoder {
         while let value = pending.popLast() {
             switch value {
             case .simpleString(let text): appendLine(UInt8(ascii: "+"), text, to: &output)
-            case .error(let text): appendLine(UInt8(ascii: "-"), text, to: &output)
+            case .error(let text):
+                // A bulk error (`!`) can hold what a simple one cannot.
+                if text.contains(UInt8(ascii: "\r")) || text.contains(UInt8(ascii: "\n")) {
+                    appendBulk(UInt8(ascii: "!"), text, to: &output)
+                } else {
+                    appendLine(UInt8(ascii: "-"), text, to: &output)
+                }
             case .integer(let integer): appendLine(UInt8(ascii: ":"), Array(String(integer).utf8), to: &output)
             case .bulkString(nil): appendLine(UInt8(ascii: "$"), Array("-1".utf8), to: &output)
             case .bulkString(let bytes?): appendBulk(UInt8(ascii: "$"), bytes, to: &output)

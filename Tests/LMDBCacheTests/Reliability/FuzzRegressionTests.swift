@@ -95,6 +95,8 @@ struct FuzzRegressionTests {
         ("past the fuzz limits", Array("$1001\r\n*101\r\n".utf8)),
         ("nested past the fuzz depth", Array((String(repeating: "*1\r\n", count: 9) + ":1\r\n").utf8)),
         ("a line past the fuzz limit", Array(("+" + String(repeating: "x", count: 201) + "\r\n").utf8)),
+        // Found by fuzz-resp: a bulk error holding CRLF re-encoded as a simple error.
+        ("a bulk error holding CR and LF", Array("!12\r\n55555!2\r\n".utf8) + [0xFF, 0x8A, 0x0D, 0x0D, 0x0A]),
         ("arguments with CR, LF and empty ones", Array("a\r\n".utf8) + [0xFF, 0xFF] + Array("b".utf8)),
     ]
 
