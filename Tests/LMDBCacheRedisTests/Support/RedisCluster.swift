@@ -163,7 +163,7 @@ final class RedisCluster: Sendable {
     func waitForReplication() async throws {
         try await waitUntil("the replicas caught up") {
             try runningPorts().allSatisfy { port in
-                guard roles(askingPort: port)[port]?.isEmpty == true else { return true }
+                guard try roles(askingPort: port)[port]?.isEmpty == true else { return true }
                 let primaryID = try command(port, "CLUSTER", "NODES").split(separator: "\n")
                     .first { $0.contains("myself") }?.split(separator: " ").dropFirst(3).first
                 guard let primaryID else { return false }
