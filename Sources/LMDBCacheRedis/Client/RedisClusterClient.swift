@@ -177,8 +177,8 @@ final class RedisClusterClient: RedisExecutor {
                 case .success(let values):
                     let expected = batch.indices.count + batch.asking.count { $0 }
                     guard values.count == expected else {
-                        failure = failure ?? RedisClientError.protocolViolation(
-                            "\(batch.endpoint.host):\(batch.endpoint.port) answered \(values.count) replies to \(expected) commands")
+                        let reason = "\(batch.endpoint) answered \(values.count) replies to \(expected) commands"
+                        failure = failure ?? RedisClientError.protocolViolation(reason)
                         continue
                     }
                     var position = 0
@@ -240,7 +240,10 @@ final class RedisClusterClient: RedisExecutor {
     ) async -> [(Batch, Result<[RESPValue], any Error>)] {
         await withTaskGroup(of: (Batch, Result<[RESPValue], any Error>).self) { group in
             for batch in batches {
-                let node = executor(for: batch.endpoint)
+                guard let node = executor(for: batch.endpoint) else {
+                    group.addTask { (batch, .failure(RedisClientError.closed)) }
+                    continue
+                }
                 var pipeline: [RedisCommand] = []
                 for (index, asking) in zip(batch.indices, batch.asking) {
                     if asking { pipeline.append(Self.asking) }
@@ -272,8 +275,11 @@ final class RedisClusterClient: RedisExecutor {
         }
     }
 
-    private func executor(for endpoint: RedisEndpoint) -> any RedisExecutor {
+    /// The executor of `endpoint`, made on first use; nil once the client is closed (so a
+    /// refresh or call still running then makes no executor that nobody would close).
+    private func executor(for endpoint: RedisEndpoint) -> (any RedisExecutor)? {
         state.withLock { state in
+            if state.closed { return nil }
             if let node = state.nodes[endpoint] { return node }
             let node = makeNode(endpoint)
             state.nodes[endpoint] = node
@@ -328,7 +334,8 @@ final class RedisClusterClient: RedisExecutor {
         var learned: ClusterTopology?
         for endpoint in candidates where !Task.isCancelled {
             do {
-                let replies = try await executor(for: endpoint).execute([Self.clusterSlots], timeout: refreshTimeout)
+                guard let node = executor(for: endpoint) else { break }
+                let replies = try await node.execute([Self.clusterSlots], timeout: refreshTimeout)
                 guard let reply = replies.first else { continue }
                 if case .error(let message) = reply {
                     let text = String(decoding: message.prefix(200), as: UTF8.self)

@@ -49,7 +49,9 @@ import Testing
         var correct = 0
         for start in stride(from: 0, to: count, by: 100) {
             let range = Array(start..<min(start + 100, count))
-            guard let replies = try? await client.execute(range.map { get(key($0)) }, timeout: timeout) else { continue }
+            guard let replies = try? await client.execute(range.map { get(key($0)) }, timeout: timeout) else {
+                continue
+            }
             #expect(replies.count == range.count)
             for (index, reply) in zip(range, replies) {
                 if case .error = reply { continue }
@@ -132,7 +134,8 @@ import Testing
         let sibling = bytes("{moving-key}sibling")  // same slot, by its hash tag
         let slot = HashSlot.slot(of: movingKey)
         #expect(HashSlot.slot(of: sibling) == slot)
-        #expect(try await client.execute([set(movingKey, bytes("v1"))], timeout: timeout) == [.simpleString(bytes("OK"))])
+        #expect(
+            try await client.execute([set(movingKey, bytes("v1"))], timeout: timeout) == [.simpleString(bytes("OK"))])
         let source = try #require(client.topology?.primary(forSlot: slot))
         let masters = try cluster.masterPorts()
         let target = try #require(masters.first { $0 != source.port })

@@ -69,16 +69,22 @@ import Testing
         .array([.array([.integer(5), .integer(4), .array([.bulkString(Array("h".utf8)), .integer(1)])])]),
         .array([.array([.integer(0), .integer(16384), .array([.bulkString(Array("h".utf8)), .integer(1)])])]),
         .array([.array([.integer(-1), .integer(3), .array([.bulkString(Array("h".utf8)), .integer(1)])])]),
-        .array([.array([.bulkString(Array("0".utf8)), .integer(3), .array([.bulkString(Array("h".utf8)), .integer(1)])])]),
+        .array([
+            .array([.bulkString(Array("0".utf8)), .integer(3), .array([.bulkString(Array("h".utf8)), .integer(1)])])
+        ]),
         .array([.array([.integer(0), .integer(3), .array([.bulkString(Array("h".utf8)), .integer(0)])])]),
         .array([.array([.integer(0), .integer(3), .array([.bulkString(Array("h".utf8)), .integer(65536)])])]),
         .array([.array([.integer(0), .integer(3), .array([.bulkString(Array("h".utf8)), .integer(Int64.min)])])]),
-        .array([.array([.integer(0), .integer(3), .array([.bulkString(Array("h".utf8)), .bulkString(Array("80".utf8))])])]),
+        .array([
+            .array([.integer(0), .integer(3), .array([.bulkString(Array("h".utf8)), .bulkString(Array("80".utf8))])])
+        ]),
         .array([.array([.integer(0), .integer(3), .array([.bulkString(Array("h".utf8))])])]),
         .array([.array([.integer(0), .integer(3), .array([.integer(1), .integer(80)])])]),
         .array([.array([.integer(0), .integer(3), .array([.bulkString([0x68, 0x0A]), .integer(80)])])]),
         .array([.array([.integer(0), .integer(3), .array([.bulkString([0xFF, 0xFE]), .integer(80)])])]),
-        .array([.array([.integer(0), .integer(3), .array([.bulkString(Array(repeating: 0x61, count: 256)), .integer(80)])])]),
+        .array([
+            .array([.integer(0), .integer(3), .array([.bulkString(Array(repeating: 0x61, count: 256)), .integer(80)])])
+        ]),
         .array([.array([.integer(0), .integer(3), .array([.bulkString(Array("h".utf8)), .integer(80)]), .integer(1)])]),
         // Overlapping ranges.
         .array([

@@ -75,7 +75,9 @@ final class RedisCluster: Sendable {
             try await cluster.waitUntil("the cluster is up") {
                 try nodes.allSatisfy { node in
                     let info = try cluster.command(node.port, "CLUSTER", "INFO")
-                    guard info.contains("cluster_state:ok"), info.contains("cluster_known_nodes:6") else { return false }
+                    guard info.contains("cluster_state:ok"), info.contains("cluster_known_nodes:6") else {
+                        return false
+                    }
                     let roles = try cluster.roles(askingPort: node.port)
                     guard roles.filter({ $0.value.isEmpty == false }).count == 3, roles.count == 6 else { return false }
                     if roles[node.port]?.isEmpty == true {
