@@ -22,8 +22,11 @@ extension RemoteTier {
             let executor: any RedisExecutor
             do {
                 if configuration.cluster {
-                    // CLUSTER-ROUTER: replaced when the cluster client lands.
-                    throw CacheError.invalidConfiguration(reason: "Redis Cluster is not supported yet")
+                    let connector = try RedisConnector(configuration: client)
+                    let logger = context.logger
+                    executor = RedisClusterClient(seeds: client.endpoints, logger: logger) { endpoint in
+                        RedisConnectionPool(connector: connector, endpoint: endpoint, logger: logger)
+                    }
                 } else {
                     executor = try RedisConnectionPool(configuration: client, logger: context.logger)
                 }
