@@ -50,9 +50,12 @@ struct FleetTests {
             #expect(try node.waitFor { $0["received", default: 0] >= before + 2 })
             #expect(try node.get("a") == nil)
             #expect(try node.get("b") == nil)
-            let load = try node.load("b", "reloaded")
-            #expect(load.value == "reloaded" && load.loaded, "gone from Redis too")
         }
+        // Gone from Redis too: node 2's loader runs, and node 3 then reads node 2's value.
+        let reloaded = try nodes[1].load("b", "reloaded")
+        #expect(reloaded.value == "reloaded" && reloaded.loaded)
+        #expect(try nodes[1].waitFor { $0["writes", default: 0] >= 1 })
+        #expect(try nodes[2].load("b", "x").value == "reloaded")
         for node in nodes { node.quit() }
     }
 
