@@ -19,11 +19,14 @@ final class CircuitBreaker: Sendable {
     let openDuration: Duration
     private let state = NIOLockedValueBox(State())
     private let logger: Logger
+    /// Told of each change of state: true when the circuit opens, false when it closes.
+    private let onChange: @Sendable (Bool) -> Void
 
-    init(threshold: Int, openDuration: Duration, logger: Logger) {
+    init(threshold: Int, openDuration: Duration, logger: Logger, onChange: @escaping @Sendable (Bool) -> Void = { _ in }) {
         self.threshold = max(1, threshold)
         self.openDuration = openDuration
         self.logger = logger
+        self.onChange = onChange
     }
 
     /// Whether a call may go to Redis now: true while closed, and for one probe once the open
@@ -51,7 +54,10 @@ final class CircuitBreaker: Sendable {
             state.openUntil = nil
             return true
         }
-        if closed { logger.notice("LMDBCache's Redis tier answers again; circuit closed") }
+        if closed {
+            onChange(false)
+            logger.notice("LMDBCache's Redis tier answers again; circuit closed")
+        }
     }
 
     /// A call failed: counted; the circuit opens at the threshold, or again after a failed probe.
@@ -69,6 +75,7 @@ final class CircuitBreaker: Sendable {
             return false
         }
         if opened {
+            onChange(true)
             logger.warning(
                 "LMDBCache's Redis tier is failing; circuit open, local tiers serve alone",
                 metadata: ["error": "\(error)", "failures": "\(threshold)"])

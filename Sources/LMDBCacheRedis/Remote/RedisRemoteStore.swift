@@ -22,6 +22,7 @@ final class RedisRemoteStore: RemoteStore {
     private let queue: RedisWriteQueue
     private let changeFeed: RedisChangeFeed
     private let counts = NIOLockedValueBox(RemoteStatistics())
+    private let metrics: RemoteMetrics
     /// The writer task's end, for ``close()`` to wait on.
     private let writerDone = DispatchSemaphore(value: 0)
 
@@ -40,8 +41,11 @@ final class RedisRemoteStore: RemoteStore {
         timeout = configuration.commandTimeout
         origin = context.origin
         logger = context.logger
+        let metrics = RemoteMetrics(cacheName: context.cacheName)
+        self.metrics = metrics
         breaker = CircuitBreaker(
-            threshold: configuration.failureThreshold, openDuration: configuration.openDuration, logger: context.logger)
+            threshold: configuration.failureThreshold, openDuration: configuration.openDuration, logger: context.logger,
+            onChange: { isOpen in metrics.circuitOpen.record(isOpen ? 1 : 0) })
         queue = RedisWriteQueue(limit: configuration.writeQueueLimit)
         let feed = RedisChangeFeed()
         changeFeed = feed
@@ -72,13 +76,16 @@ final class RedisRemoteStore: RemoteStore {
         switch reply {
         case .bulkString(let bytes?):
             count { $0.hits += 1 }
+            metrics.hits.increment()
             return bytes
         case .bulkString(nil), .null:
             count { $0.misses += 1 }
+            metrics.misses.increment()
             return nil
         default:
             // WRONGTYPE and the like: something else wrote the key. A miss, and a failure.
             count { $0.failures += 1 }
+            metrics.lookupFailures.increment()
             return nil
         }
     }
@@ -192,10 +199,12 @@ final class RedisRemoteStore: RemoteStore {
                         $0.writes += writes.count
                         $0.changesPublished += published
                     }
+                    metrics.writesSent.increment(by: Int64(writes.count))
                     return
                 } catch {
                     breaker.failed(error)
                     count { $0.failures += 1 }
+                    metrics.writesFailed.increment(by: Int64(writes.count))
                     logger.debug("LMDBCache could not send writes to Redis", metadata: ["error": "\(error)"])
                 }
             }
@@ -282,23 +291,26 @@ final class RedisRemoteStore: RemoteStore {
         return published
     }
 
-    /// Deletes every key of the namespace (SCAN, then DEL in pipelines).
+    /// Deletes every key of the namespace: `SCAN` on each primary, then `DEL` in pipelines. A
+    /// primary that does not answer fails the removal (the writer retries it).
     private func removeNamespace() async throws {
-        var cursor: [UInt8] = Array("0".utf8)
         let pattern = Self.globEscaped(keys.namespace) + Array(":*".utf8)
-        repeat {
-            let replies = try await execute([
-                RedisCommand("SCAN", cursor, Array("MATCH".utf8), pattern, Array("COUNT".utf8), Array("1000".utf8))
-            ])
-            guard case .array(let parts?)? = replies.first, parts.count == 2,
-                case .bulkString(let next?) = parts[0], case .array(let found?) = parts[1]
-            else { throw RedisClientError.protocolViolation("unexpected SCAN reply") }
-            cursor = next
-            let names = found.compactMap { value -> [UInt8]? in
-                if case .bulkString(let name?) = value { return name } else { return nil }
-            }
-            if !names.isEmpty { _ = try await execute(names.map { RedisCommand("DEL", $0, key: $0) }) }
-        } while cursor != Array("0".utf8)
+        for node in try await executor.everyPrimary() {
+            var cursor: [UInt8] = Array("0".utf8)
+            repeat {
+                let replies = try await node.execute(
+                    [RedisCommand("SCAN", cursor, Array("MATCH".utf8), pattern, Array("COUNT".utf8), Array("1000".utf8))],
+                    timeout: timeout)
+                guard replies.count == 1, case .array(let parts?) = replies[0], parts.count == 2,
+                    case .bulkString(let next?) = parts[0], case .array(let found?) = parts[1]
+                else { throw RedisClientError.protocolViolation("unexpected SCAN reply") }
+                cursor = next
+                let names = found.compactMap { value -> [UInt8]? in
+                    if case .bulkString(let name?) = value { return name } else { return nil }
+                }
+                if !names.isEmpty { _ = try await execute(names.map { RedisCommand("DEL", $0, key: $0) }) }
+            } while cursor != Array("0".utf8)
+        }
     }
 
     /// `bytes` with the glob pattern's special characters escaped.
@@ -330,6 +342,7 @@ final class RedisRemoteStore: RemoteStore {
     private func run(_ commands: [RedisCommand]) async -> [RESPValue]? {
         guard breaker.allows() else {
             count { $0.failures += 1 }
+            metrics.lookupFailures.increment()
             return nil
         }
         do {
@@ -339,6 +352,7 @@ final class RedisRemoteStore: RemoteStore {
         } catch {
             breaker.failed(error)
             count { $0.failures += 1 }
+            metrics.lookupFailures.increment()
             logger.debug("LMDBCache's Redis lookup failed", metadata: ["error": "\(error)"])
             return nil
         }

@@ -39,7 +39,7 @@ final class RedisServer: Sendable {
     let tlsFiles: TLSFiles?
     /// The server's working directory (its log is `redis.log` there).
     let directory: URL
-    private let process: Mutex<Process?>
+    private let process: Mutex<Subprocess?>
 
     /// Where the client reaches the server.
     var endpoint: RedisEndpoint { RedisEndpoint(host: "127.0.0.1", port: port) }
@@ -72,8 +72,6 @@ final class RedisServer: Sendable {
 
     /// Starts the process (again) on the same port and waits until it answers `PING`.
     private func start() async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
         var arguments = [
             "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory.path,
             "--logfile", directory.appendingPathComponent("redis.log").path,
@@ -88,8 +86,7 @@ final class RedisServer: Sendable {
             arguments += ["--port", "\(port)"]
         }
         if let password { arguments += ["--requirepass", password] }
-        process.arguments = arguments
-        try process.run()
+        let process = try Subprocess.start("/usr/bin/redis-server", arguments)
         self.process.withLock { $0 = process }
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
@@ -103,8 +100,8 @@ final class RedisServer: Sendable {
     /// Kills the server with SIGKILL and waits until it has exited.
     func kill() {
         guard let process = process.withLock({ $0 }) else { return }
-        if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.signal(SIGKILL)
+        process.wait()
     }
 
     /// Starts the server again on the same port (killing it first if it runs), with no data.
@@ -115,16 +112,12 @@ final class RedisServer: Sendable {
 
     /// Stops the server (SIGSTOP): connections stay open and nothing is answered.
     func pause() {
-        if let process = process.withLock({ $0 }), process.isRunning {
-            _ = Glibc.kill(process.processIdentifier, SIGSTOP)
-        }
+        process.withLock { $0 }?.signal(SIGSTOP)
     }
 
     /// Lets a paused server run again (SIGCONT).
     func resume() {
-        if let process = process.withLock({ $0 }), process.isRunning {
-            _ = Glibc.kill(process.processIdentifier, SIGCONT)
-        }
+        process.withLock { $0 }?.signal(SIGCONT)
     }
 
     /// Kills the server and removes its directory.
@@ -202,23 +195,11 @@ final class RedisServer: Sendable {
     /// Runs a program to its end; its standard output, or a failure with its error output.
     @discardableResult
     private static func run(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(
-                description: "\(executable) \(arguments.joined(separator: " ")) failed: "
-                    + String(decoding: errorData, as: UTF8.self))
+        let (status, output) = try Subprocess.run(executable, arguments)
+        guard status == 0 else {
+            throw Failure(description: "\(executable) \(arguments.joined(separator: " ")) failed: \(output)")
         }
-        return String(decoding: outputData, as: UTF8.self)
+        return output
     }
 }
 #endif
