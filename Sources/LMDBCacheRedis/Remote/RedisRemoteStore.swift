@@ -67,6 +67,12 @@ final class RedisRemoteStore: RemoteStore {
     // MARK: Lookups
 
     func record(forKey key: [UInt8]) async -> [UInt8]? {
+        // A removal or write made here and not sent yet: Redis may still hold what it replaced
+        // (read back, it would undo this cache's own change here). The loader runs instead.
+        if queue.mayHideUnsentChange(forKey: key) {
+            count { $0.misses += 1 }
+            return nil
+        }
         let valueKey = keys.value(key)
         guard let reply = await run([RedisCommand("GET", valueKey, key: valueKey)])?.first else { return nil }
         switch reply {
@@ -112,6 +118,8 @@ final class RedisRemoteStore: RemoteStore {
         let leaseKey = keys.lease(key)
         var pause = Duration.milliseconds(2)
         while clock.now < deadline {
+            // As in record(forKey:): a change made here since may not be in Redis yet.
+            if queue.mayHideUnsentChange(forKey: key) { return nil }
             if let replies = await run([
                 RedisCommand("GET", valueKey, key: valueKey), RedisCommand("EXISTS", leaseKey, key: leaseKey),
             ]), replies.count == 2 {
@@ -176,6 +184,7 @@ final class RedisRemoteStore: RemoteStore {
                 let segment = Array(batch[start..<end])
                 start = end
                 await send(segment)
+                queue.finished(segment)
             }
         }
     }

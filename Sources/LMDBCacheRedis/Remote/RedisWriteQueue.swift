@@ -40,6 +40,23 @@ final class RedisWriteQueue: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
         var closed = false
         var dropped = 0
+        /// Keys with a write or removal queued or being sent, and how many.
+        var unsentKeys: [[UInt8]: Int] = [:]
+        /// Tag removals and removals of everything queued or being sent.
+        var unsentBroadRemovals = 0
+
+        /// Counts `write` as unsent (`by` 1) or no longer (`by` -1).
+        mutating func track(_ write: RedisWrite, by delta: Int) {
+            switch write {
+            case .set(let key, _, _, _), .remove(let key):
+                let count = unsentKeys[key, default: 0] + delta
+                unsentKeys[key] = count > 0 ? count : nil
+            case .removeTag, .removeAll:
+                unsentBroadRemovals = max(0, unsentBroadRemovals + delta)
+            case .discard, .release:
+                break
+            }
+        }
     }
 
     let limit: Int
@@ -57,8 +74,9 @@ final class RedisWriteQueue: Sendable {
                 return nil
             }
             state.writes.append(write)
+            state.track(write, by: 1)
             if state.writes.count > limit {
-                state.writes.removeFirst()
+                state.track(state.writes.removeFirst(), by: -1)
                 state.dropped += 1
             }
             defer { state.waiter = nil }
@@ -89,6 +107,22 @@ final class RedisWriteQueue: Sendable {
                 if ready { continuation.resume() }
             }
         }
+    }
+
+    /// The consumer is done with `writes` (sent, or given up on): they no longer hide Redis's
+    /// values from lookups (``mayHideUnsentChange(forKey:)``).
+    func finished(_ writes: [RedisWrite]) {
+        state.withLockedValue { state in
+            for write in writes { state.track(write, by: -1) }
+        }
+    }
+
+    /// Whether a change this cache made to `key` may not have reached Redis yet: a write or
+    /// removal of the key, or a tag removal or removal of everything, is queued or being sent.
+    /// Redis's value for `key` may then be one this cache already replaced or removed, and must
+    /// not be read back.
+    func mayHideUnsentChange(forKey key: [UInt8]) -> Bool {
+        state.withLockedValue { $0.unsentBroadRemovals > 0 || $0.unsentKeys[key] != nil }
     }
 
     /// Counts writes the consumer gave up on (the cache closed while Redis was unreachable).
