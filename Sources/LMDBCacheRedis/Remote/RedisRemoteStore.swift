@@ -258,22 +258,7 @@ final class RedisRemoteStore: RemoteStore {
                     RedisCommand(
                         "EVAL", Self.releaseScript, Array("1".utf8), leaseKey, token, key: leaseKey))
             case .removeTag(let tag):
-                let tagKey = keys.tag(tag)
-                let members = try await execute([RedisCommand("SMEMBERS", tagKey, key: tagKey)])
-                var keysToRemove: [[UInt8]] = []
-                switch members.first {
-                case .array(let values?), .set(let values):
-                    for case .bulkString(let member?) in values { keysToRemove.append(member) }
-                default: break
-                }
-                for member in keysToRemove {
-                    let valueKey = keys.value(member)
-                    commands.append(RedisCommand("DEL", valueKey, key: valueKey))
-                }
-                // Only the members read: a key tagged since is kept in the set.
-                if !keysToRemove.isEmpty {
-                    commands.append(RedisCommand([Array("SREM".utf8), tagKey] + keysToRemove, key: tagKey))
-                }
+                try await removeTagged(tag)
                 commands.append(publish(.tag, tag, now))
                 published += 1
             case .removeAll:
@@ -289,6 +274,38 @@ final class RedisRemoteStore: RemoteStore {
             logger.debug("Redis refused a write", metadata: ["error": "\(String(decoding: message, as: UTF8.self))"])
         }
         return published
+    }
+
+    /// Deletes the entries in `tag`'s set and removes them from it, a page at a time (SSCAN), so
+    /// no reply or pipeline grows with the set: a set of any size is removed within bounded
+    /// replies, each exchange under the command timeout. Members added meanwhile may be removed
+    /// too (an extra miss, never a stale value).
+    private func removeTagged(_ tag: [UInt8]) async throws {
+        let tagKey = keys.tag(tag)
+        var cursor: [UInt8] = Array("0".utf8)
+        repeat {
+            let replies = try await execute([
+                RedisCommand("SSCAN", tagKey, cursor, Array("COUNT".utf8), Array("1000".utf8), key: tagKey)
+            ])
+            guard case .array(let parts?)? = replies.first, parts.count == 2,
+                case .bulkString(let next?) = parts[0]
+            else { throw RedisClientError.protocolViolation("unexpected SSCAN reply") }
+            var members: [[UInt8]] = []
+            switch parts[1] {
+            case .array(let values?), .set(let values):
+                for case .bulkString(let member?) in values { members.append(member) }
+            default:
+                throw RedisClientError.protocolViolation("unexpected SSCAN reply")
+            }
+            cursor = next
+            guard !members.isEmpty else { continue }
+            var commands = members.map { member -> RedisCommand in
+                let valueKey = keys.value(member)
+                return RedisCommand("DEL", valueKey, key: valueKey)
+            }
+            commands.append(RedisCommand([Array("SREM".utf8), tagKey] + members, key: tagKey))
+            _ = try await execute(commands)
+        } while cursor != Array("0".utf8)
     }
 
     /// Deletes every key of the namespace (SCAN, then DEL in pipelines).
