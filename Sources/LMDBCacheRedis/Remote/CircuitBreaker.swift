@@ -29,14 +29,26 @@ final class CircuitBreaker: Sendable {
         self.onChange = onChange
     }
 
-    /// Whether a call may go to Redis now: true while closed, and for one probe once the open
-    /// period is over.
-    func allows() -> Bool {
+    /// What ``admit()`` decided for one call.
+    enum Admission {
+        /// Go: the circuit is closed.
+        case closed
+        /// Go as the probe of an open circuit: its outcome decides whether it closes.
+        case probe
+        /// Do not call Redis.
+        case refused
+
+        var allowed: Bool { self != .refused }
+    }
+
+    /// Whether a call may go to Redis now: while closed, and as the one probe once the open
+    /// period is over. The call reports its outcome with ``succeeded(_:)`` or ``failed(_:_:)``.
+    func admit() -> Admission {
         state.withLockedValue { state in
-            guard let until = state.openUntil else { return true }
-            guard !state.probing, ContinuousClock.now >= until else { return false }
+            guard let until = state.openUntil else { return .closed }
+            guard !state.probing, ContinuousClock.now >= until else { return .refused }
             state.probing = true
-            return true
+            return .probe
         }
     }
 
@@ -45,13 +57,15 @@ final class CircuitBreaker: Sendable {
         state.withLockedValue { $0.openUntil ?? .now }
     }
 
-    /// A call succeeded: the circuit closes.
-    func succeeded() {
+    /// A call admitted as `admission` succeeded: Redis answers, the circuit closes (whichever
+    /// call it was: one that started before the circuit opened proves it as well as the probe).
+    func succeeded(_ admission: Admission) {
         let closed = state.withLockedValue { state -> Bool in
             state.consecutiveFailures = 0
-            state.probing = false
+            if admission == .probe { state.probing = false }
             guard state.openUntil != nil else { return false }
             state.openUntil = nil
+            state.probing = false
             return true
         }
         if closed {
@@ -60,19 +74,26 @@ final class CircuitBreaker: Sendable {
         }
     }
 
-    /// A call failed: counted; the circuit opens at the threshold, or again after a failed probe.
-    func failed(_ error: any Error) {
+    /// A call admitted as `admission` failed: counted; the circuit opens at the threshold, and
+    /// again for a whole open period when the probe fails. A call that started before the circuit
+    /// opened and fails after changes nothing: only the probe's outcome counts while it is open.
+    func failed(_ admission: Admission, _ error: any Error) {
         let opened = state.withLockedValue { state -> Bool in
-            state.consecutiveFailures += 1
-            let wasProbe = state.probing
-            state.probing = false
-            if wasProbe || (state.openUntil == nil && state.consecutiveFailures >= threshold) {
-                let first = state.openUntil == nil
+            switch admission {
+            case .probe:
+                state.probing = false
                 state.openUntil = .now + openDuration
-                if first { state.openings += 1 }
-                return first
+                return false
+            case .closed:
+                guard state.openUntil == nil else { return false }
+                state.consecutiveFailures += 1
+                guard state.consecutiveFailures >= threshold else { return false }
+                state.openUntil = .now + openDuration
+                state.openings += 1
+                return true
+            case .refused:
+                return false
             }
-            return false
         }
         if opened {
             onChange(true)

@@ -118,7 +118,8 @@ struct RemoteTierTests {
         #expect(one.statistics.remote?.damagedRecords == 1)
         // Another key's record copied under this key: its key check fails.
         one.insert("other", forKey: "other")
-        #expect(await Self.wait(one) { $0.writes >= 2 })
+        // The discard, the loaded value, and "other".
+        #expect(await Self.wait(one) { $0.writes >= 3 })
         _ = try server.cli(["COPY", "t:v:other", "t:v:k2"])
         #expect(try await one.value(forKey: "k2", load: loader.load("mine")) == "mine")
         #expect(one.statistics.remote?.damagedRecords == 2)
@@ -152,8 +153,8 @@ struct RemoteTierTests {
         }
         #expect(values == ["loaded", "loaded", "loaded"])
         #expect(runs.runs.load(ordering: .relaxed) == 1)
-        let statistics = caches.map { $0.statistics.remote ?? RemoteStatistics() }
-        #expect(statistics.map(\.leasesAcquired).reduce(0, +) == 1)
+        // (Another machine may take the lease after the holder let go, find the value and let go:
+        // leases taken may be more than one; loads are one.)
         for cache in caches { cache.close() }
         for machine in machines { machine.1.remove() }
     }

@@ -10,7 +10,7 @@ import Synchronization
 /// `waitpid`, and with fixtures starting servers and clients from parallel tests it was seen
 /// blocked on a live `redis-server` while every other `waitUntilExit` waited on it: the whole
 /// test run stalled. Here each child is reaped by whoever waits for it, and the pipes are
-/// close-on-exec, so no child inherits another's.
+/// close-on-exec.
 final class Subprocess: Sendable {
     struct Failure: Error, CustomStringConvertible {
         var description: String
@@ -51,7 +51,10 @@ final class Subprocess: Sendable {
     /// error together).
     static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         var fds: [Int32] = [0, 0]
-        guard pipe2(&fds, O_CLOEXEC) == 0 else { throw Failure(description: "pipe2 failed") }
+        // pipe2 is not in Swift's Glibc module: close-on-exec is set right after (a child spawned
+        // by another thread in between may inherit the pipe, and only delays this one's EOF).
+        guard pipe(&fds) == 0 else { throw Failure(description: "pipe failed") }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         let child: Subprocess
         do {
             child = try start(executable, arguments, output: fds[1])
