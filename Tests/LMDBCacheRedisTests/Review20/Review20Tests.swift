@@ -12,7 +12,7 @@ struct Review20Tests {
     /// A cache on a directory of its own (a machine of its own) with the Redis tier at `port`.
     static func machine(
         port: Int, cluster: Bool = false, username: String? = nil, password: String? = nil,
-        timeout: Duration = .milliseconds(500), threshold: Int = 5,
+        timeout: Duration = .seconds(5), threshold: Int = 5,
         missedChanges: RedisConfiguration.MissedChanges = .dropMemoryTier
     ) throws -> (Cache<String, String>, TemporaryDirectory) {
         let directory = TemporaryDirectory()

@@ -54,7 +54,7 @@ final class RedisServer: Sendable {
         precondition(username == nil || password != nil, "an ACL user needs a password")
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-server-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = try Self.freePort()
+        port = try LoopbackSocket.freePorts(1)[0]
         self.password = password
         self.username = username
         tlsFiles = tls ? try Self.makeCertificates(in: directory) : nil
@@ -91,7 +91,12 @@ final class RedisServer: Sendable {
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
             guard process.isRunning else { throw Failure(description: "redis-server exited: \(log())") }
-            if (try? cli(["PING"]))?.contains("PONG") == true { return }
+            // Answered by this server, not another test's on the same port.
+            if let info = try? cli(["INFO", "server"]),
+                info.contains("process_id:\(process.pid)\r") || info.contains("process_id:\(process.pid)\n")
+            {
+                return
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw Failure(description: "redis-server did not answer PING within 20 s: \(log())")
@@ -142,24 +147,6 @@ final class RedisServer: Sendable {
     }
 
     /// A port free on 127.0.0.1 now: bound to port 0, read, closed.
-    private static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                guard bind(socket, raw, length) == 0 else { return false }
-                return getsockname(socket, raw, &length) == 0
-            }
-        }
-        guard bound else { throw Failure(description: "bind: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 
     /// A CA, a server certificate it signs (for `localhost` and 127.0.0.1), and a second CA.
     private static func makeCertificates(in directory: URL) throws -> TLSFiles {
