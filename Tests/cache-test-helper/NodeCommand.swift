@@ -111,7 +111,8 @@ enum NodeCommand {
                         "dropped=\(remote.writesDropped)", "published=\(remote.changesPublished)",
                         "received=\(remote.changesReceived)", "applied=\(remote.changesApplied)",
                         "drops=\(remote.memoryTierDrops)", "openings=\(remote.circuitOpenings)",
-                        "open=\(remote.isCircuitOpen ? 1 : 0)", "leases=\(remote.leasesAcquired)",
+                        "open=\(remote.isCircuitOpen ? 1 : 0)", "subscribed=\(remote.isSubscribed ? 1 : 0)",
+                        "leases=\(remote.leasesAcquired)",
                         "waits=\(remote.leaseWaits)", "served=\(remote.leaseWaitsServed)",
                         "loads=\(statistics.loads)",
                     ].joined(separator: " "))

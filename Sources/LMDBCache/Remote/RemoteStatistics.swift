@@ -30,6 +30,10 @@ public struct RemoteStatistics: Sendable, Equatable {
     public var circuitOpenings = 0
     /// Whether the circuit is open now.
     public var isCircuitOpen = false
+    /// Whether the subscription to other machines' changes is up now. Until it first is (just
+    /// after the cache opens, or while Redis is unreachable), changes made elsewhere are not
+    /// heard.
+    public var isSubscribed = false
     /// Load leases this cache took (it then ran the loader).
     public var leasesAcquired = 0
     /// Get-or-loads that found the lease held elsewhere and waited.

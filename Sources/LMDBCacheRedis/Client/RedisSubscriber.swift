@@ -29,6 +29,8 @@ final class RedisSubscriber: Sendable {
         var task: Task<Void, Never>?
         var connection: RedisConnection?
         var isClosed = false
+        /// The server confirmed the subscription on `connection`.
+        var isSubscribed = false
     }
 
     /// A subscriber to `channel` with `configuration`'s endpoints, credentials, TLS, protocol and
@@ -76,6 +78,9 @@ final class RedisSubscriber: Sendable {
 
     /// Whether a connection is up (connected and handshaken; subscribed or about to be).
     var isConnected: Bool { state.withLock { $0.connection != nil } }
+
+    /// Whether the server has confirmed the subscription on the current connection.
+    var isSubscribed: Bool { state.withLock { $0.isSubscribed } }
 
     /// Connects, subscribes and reads until failure, again and again with backoff, until closed.
     private func run() async {
@@ -157,6 +162,9 @@ final class RedisSubscriber: Sendable {
                 guard !subscribed else { continue }
                 subscribed = true
                 subscriptions += 1
+                state.withLock { state in
+                    if state.connection === connection { state.isSubscribed = true }
+                }
                 logger.debug("redis subscriber: subscribed", metadata: ["endpoint": "\(endpoint)"])
                 onSubscribed(subscriptions > 1)
             case "message":
@@ -169,7 +177,10 @@ final class RedisSubscriber: Sendable {
         await healthCheck.value
         await connection.close()
         state.withLock { state in
-            if state.connection === connection { state.connection = nil }
+            if state.connection === connection {
+                state.connection = nil
+                state.isSubscribed = false
+            }
         }
         if !isClosed { logger.info("redis subscriber: connection lost", metadata: ["endpoint": "\(endpoint)"]) }
         return subscribed

@@ -66,7 +66,9 @@ public struct RedisConfiguration: Sendable {
         /// outage is acceptable, and a cold disk tier after every outage is not.
         case dropMemoryTier
         /// Both local tiers: nothing changed elsewhere during the outage is served; the disk tier
-        /// starts cold (its values come back from Redis as they are asked for).
+        /// starts cold (its values come back from Redis as they are asked for). The first
+        /// subscription after the cache opens counts too: a disk tier kept across a restart may
+        /// hold anything changed elsewhere while the process was not running.
         case dropBothTiers
     }
 

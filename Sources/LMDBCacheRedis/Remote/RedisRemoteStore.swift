@@ -68,6 +68,7 @@ final class RedisRemoteStore: RemoteStore {
         statistics.writesDropped = queue.dropped
         statistics.circuitOpenings = breaker.openings
         statistics.isCircuitOpen = breaker.isOpen
+        statistics.isSubscribed = subscriber.isSubscribed
         return statistics
     }
 

@@ -38,7 +38,9 @@ extension RemoteTier {
                             if feed.deliver(payload) { changesArrived() }
                         },
                         onSubscribed: { isResubscription in
-                            guard isResubscription else { return }
+                            // The first subscription follows the time the cache was not running:
+                            // its disk tier may hold anything changed elsewhere meanwhile.
+                            guard isResubscription || configuration.missedChanges == .dropBothTiers else { return }
                             feed.markMissed()
                             changesArrived()
                         })

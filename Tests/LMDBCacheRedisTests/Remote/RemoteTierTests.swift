@@ -14,7 +14,7 @@ struct RemoteTierTests {
     static func machine(
         _ server: RedisServer, namespace: String = "t", timeout: Duration = .seconds(5),
         threshold: Int = 5, freshness: Freshness = Freshness()
-    ) throws -> (Cache<String, String>, TemporaryDirectory) {
+    ) async throws -> (Cache<String, String>, TemporaryDirectory) {
         let directory = TemporaryDirectory()
         var configuration = Cache<String, String>.Configuration()
         configuration.remote = .redis(
@@ -22,7 +22,10 @@ struct RemoteTierTests {
                 endpoints: [.init(host: "127.0.0.1", port: server.port)], password: server.password,
                 namespace: namespace, commandTimeout: timeout, failureThreshold: threshold))
         configuration.freshness = freshness
-        return (try Cache(directory: directory.url, configuration: configuration), directory)
+        let cache = try Cache<String, String>(directory: directory.url, configuration: configuration)
+        // Subscribed before the test goes on: changes published before are not heard.
+        _ = await eventually { cache.statistics.remote?.isSubscribed == true }
+        return (cache, directory)
     }
 
     /// Waits until `cache`'s remote counts satisfy `condition`.
@@ -46,8 +49,8 @@ struct RemoteTierTests {
     @Test("A value stored on one machine is read by another from Redis, without its loader")
     func sharedValue() async throws {
         let server = try await RedisServer()
-        let (one, d1) = try Self.machine(server)
-        let (two, d2) = try Self.machine(server)
+        let (one, d1) = try await Self.machine(server)
+        let (two, d2) = try await Self.machine(server)
         defer {
             d1.remove()
             d2.remove()
@@ -74,8 +77,8 @@ struct RemoteTierTests {
     @Test("An overwrite, a removal and a tag removal on one machine reach the others' local tiers")
     func invalidation() async throws {
         let server = try await RedisServer()
-        let (one, d1) = try Self.machine(server)
-        let (two, d2) = try Self.machine(server)
+        let (one, d1) = try await Self.machine(server)
+        let (two, d2) = try await Self.machine(server)
         defer {
             d1.remove()
             d2.remove()
@@ -113,7 +116,7 @@ struct RemoteTierTests {
     @Test("A damaged or foreign record in Redis is a miss and is deleted, never a wrong value")
     func damagedRecord() async throws {
         let server = try await RedisServer()
-        let (one, d1) = try Self.machine(server)
+        let (one, d1) = try await Self.machine(server)
         defer { d1.remove() }
         _ = try server.cli(["SET", "t:v:k", "not a record"])
         let loader = CountingLoader()
@@ -135,7 +138,7 @@ struct RemoteTierTests {
         let server = try await RedisServer()
         let lease = Freshness(lease: LoadLease(holdFor: .seconds(30), waitFor: .seconds(20)))
         var machines: [(Cache<String, String>, TemporaryDirectory)] = []
-        for _ in 0..<3 { machines.append(try Self.machine(server, freshness: lease)) }
+        for _ in 0..<3 { machines.append(try await Self.machine(server, freshness: lease)) }
         let caches = machines.map(\.0)
         let runs = CountingLoader()
         let started = CountingLoader()
@@ -166,7 +169,7 @@ struct RemoteTierTests {
     @Test("Redis down: get-or-loads still answer (from the loader), failures are counted, the circuit opens and closes")
     func redisDown() async throws {
         let server = try await RedisServer()
-        let (one, d1) = try Self.machine(server, timeout: .milliseconds(200), threshold: 3)
+        let (one, d1) = try await Self.machine(server, timeout: .milliseconds(200), threshold: 3)
         defer { d1.remove() }
         one.insert("kept", forKey: "local")
         #expect(await Self.wait(one) { $0.writes >= 1 })
@@ -185,7 +188,7 @@ struct RemoteTierTests {
         try await server.restart()
         #expect(await Self.wait(one) { !$0.isCircuitOpen && $0.writes >= 2 })
         #expect(await Self.wait(one) { $0.memoryTierDrops >= 1 }, "resubscribed: the memory tier is dropped")
-        let (two, d2) = try Self.machine(server)
+        let (two, d2) = try await Self.machine(server)
         defer { d2.remove() }
         #expect(try await two.value(forKey: "late", load: loader.load("x")) == "while-down")
         one.close()

@@ -1,5 +1,6 @@
 #if Redis
 import CacheTestSupport
+import Dispatch
 import Foundation
 
 /// One machine of a fleet: `cache-test-helper node` (a `Cache<String, String>` with the Redis
@@ -48,8 +49,9 @@ final class FleetNode {
 
     /// Sends `command` and returns its answer line.
     @discardableResult
-    func ask(_ command: String) throws -> String {
-        guard let answer = process.request(command) else {
+    func ask(_ command: String) async throws -> String {
+        let process = process
+        guard let answer = await Self.offPool({ process.request(command) }) else {
             if process.isRunning { process.kill() }
             throw Failure(description: "\(name) did not answer \"\(command)\": \(process.errorText())")
         }
@@ -63,43 +65,44 @@ final class FleetNode {
     }
 
     /// The answer to the command ``send(_:)`` sent.
-    func answer() throws -> String {
-        guard let line = process.readLine() else {
+    func answer() async throws -> String {
+        let process = process
+        guard let line = await Self.offPool({ process.readLine() }) else {
             throw Failure(description: "\(name) did not answer: \(process.errorText())")
         }
         return line
     }
 
-    func put(_ key: String, _ value: String, tags: [String] = []) throws {
-        let answer = try ask((["put", key, value] + tags).joined(separator: " "))
+    func put(_ key: String, _ value: String, tags: [String] = []) async throws {
+        let answer = try await ask((["put", key, value] + tags).joined(separator: " "))
         guard answer == "ok" else { throw Failure(description: "\(name): put answered \(answer)") }
     }
 
     /// `value(forKey: key) { value }`.
-    func load(_ key: String, _ value: String) throws -> Load {
-        try Self.parseLoad(try ask("load \(key) \(value)"), name)
+    func load(_ key: String, _ value: String) async throws -> Load {
+        try Self.parseLoad(try await ask("load \(key) \(value)"), name)
     }
 
     /// The local tiers alone (`value(forKey:)`).
-    func get(_ key: String) throws -> String? {
-        let answer = try ask("get \(key)")
+    func get(_ key: String) async throws -> String? {
+        let answer = try await ask("get \(key)")
         return answer == "missing" ? nil : answer
     }
 
-    func remove(_ key: String) throws {
-        let answer = try ask("rm \(key)")
+    func remove(_ key: String) async throws {
+        let answer = try await ask("rm \(key)")
         guard answer == "ok" else { throw Failure(description: "\(name): rm answered \(answer)") }
     }
 
-    func removeAll(taggedWith tag: String) throws -> Int {
-        let answer = try ask("rmtag \(tag)")
+    func removeAll(taggedWith tag: String) async throws -> Int {
+        let answer = try await ask("rmtag \(tag)")
         guard let count = Int(answer) else { throw Failure(description: "\(name): rmtag answered \(answer)") }
         return count
     }
 
     /// The node's remote counts (`stats`): hits, misses, failures, writes, received, drops…
-    func stats() throws -> [String: Int] {
-        let answer = try ask("stats")
+    func stats() async throws -> [String: Int] {
+        let answer = try await ask("stats")
         var counts: [String: Int] = [:]
         for pair in answer.split(separator: " ") {
             let parts = pair.split(separator: "=")
@@ -112,13 +115,13 @@ final class FleetNode {
     }
 
     /// Polls `stats` until `condition` holds (for at most a generous deadline); whether it did.
-    func waitFor(_ condition: ([String: Int]) -> Bool) throws -> Bool {
+    func waitFor(_ condition: ([String: Int]) -> Bool) async throws -> Bool {
         let end = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < end {
-            if condition(try stats()) { return true }
-            usleep(5_000)
+            if condition(try await stats()) { return true }
+            try await Task.sleep(for: .milliseconds(5))
         }
-        return condition(try stats())
+        return condition(try await stats())
     }
 
     static func parseLoad(_ answer: String, _ name: String) throws -> Load {
@@ -129,9 +132,20 @@ final class FleetNode {
         return Load(value: parts[0], loaded: parts[1] == "loaded=1", milliseconds: milliseconds)
     }
 
-    func quit() {
-        _ = process.request("quit")
-        _ = process.wait()
+    func quit() async {
+        let process = process
+        await Self.offPool {
+            _ = process.request("quit")
+            _ = process.wait()
+        }
+    }
+
+    /// Runs blocking I/O (a pipe read waiting for the node) on a thread of its own: blocked on
+    /// one of Swift concurrency's two threads here, it would stall every other test's tasks.
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: body()) }
+        }
     }
 }
 #endif

@@ -92,8 +92,11 @@ final class RedisServer: Sendable {
         while ContinuousClock.now < deadline {
             guard process.isRunning else { throw Failure(description: "redis-server exited: \(log())") }
             // Answered by this server, not another test's on the same port.
+            // (Lines end in CR LF, one Character to String: compared line by line.)
             if let info = try? cli(["INFO", "server"]),
-                info.contains("process_id:\(process.pid)\r") || info.contains("process_id:\(process.pid)\n")
+                info.split(whereSeparator: \.isNewline).contains(where: {
+                    $0.trimmingCharacters(in: .whitespaces) == "process_id:\(process.pid)"
+                })
             {
                 return
             }
