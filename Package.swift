@@ -94,14 +94,15 @@ let package = Package(
         // helper's deterministic write sequence.
         .target(
             name: "CacheTestSupport",
-            dependencies: ["LMDBCache", "CacheDump"],
+            dependencies: ["LMDBCache", "CacheDump", "RESP"],
             path: "Tests/CacheTestSupport"
         ),
         // A second real process for the multi-process and crash tests.
         .executableTarget(
             name: "cache-test-helper",
             // CLMDB: `hold-writer` holds LMDB's writer lock as another program on the store would.
-            dependencies: ["LMDBCache", "CacheTestSupport", "CLMDB"],
+            // LMDBCacheRedis: `node`, a machine of a fleet (empty without the Redis trait).
+            dependencies: ["LMDBCache", "LMDBCacheRedis", "CacheTestSupport", "CLMDB"],
             path: "Tests/cache-test-helper"
         ),
         .testTarget(

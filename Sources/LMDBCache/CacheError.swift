@@ -41,6 +41,9 @@ public enum CacheError: Error, Sendable, Equatable {
     ///
     /// `key` is the key's description as given, as in ``notFound(key:)``.
     case loadTimedOut(key: String, after: Duration)
+    /// A configuration cannot be used (a remote tier with no endpoint, TLS settings that do not
+    /// load).
+    case invalidConfiguration(reason: String)
     /// Any other failure reported by LMDB or the operating system, with LMDB's code and message.
     case lmdb(code: Int32, operation: String, message: String)
 }
@@ -62,6 +65,8 @@ extension CacheError: CustomStringConvertible {
             return "the cache is closed; open a new instance to use the directory again"
         case .invalidKey(let reason):
             return "invalid key: \(text(reason))"
+        case .invalidConfiguration(let reason):
+            return "invalid configuration: \(text(reason))"
         case .invalidTag(let reason):
             return "invalid tag: \(text(reason))"
         case .valueTooLarge(let size, let limit):

@@ -69,6 +69,10 @@
 //       followed), prints "ready" and answers commands read from stdin, one line each
 //       (ServeCommand: put, get, mem, rm, rmtag, clear, flush, follow, stats, churn, count,
 //       hammer, hammer-stop, quit)
+//   cache-test-helper node DIR PORT [OPTION=VALUE...]
+//       (built with the Redis trait) a Cache<String, String> with the Redis tier at
+//       127.0.0.1:PORT, driven like serve (NodeCommand: put, load, leaseload, get, mem, rm, rmtag,
+//       flush, stats, quit)
 import CLMDB
 import CacheTestSupport
 import Foundation
@@ -347,6 +351,12 @@ do {
         exit(0)
     case "serve":
         ServeCommand.run(directory: directory, arguments: arguments.dropFirst(3))
+    case "node":
+        #if Redis
+        NodeCommand.run(directory: directory, arguments: arguments.dropFirst(3))
+        #else
+        fail("node needs the Redis trait: swift build --traits Redis")
+        #endif
     case "closed":
         let disk = try DiskCache(directory: directory)
         disk.close()

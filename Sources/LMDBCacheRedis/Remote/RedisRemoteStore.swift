@@ -28,10 +28,13 @@ final class RedisRemoteStore: RemoteStore {
     /// Writes sent per pipeline at most.
     static let pipelineLimit = 256
 
+    /// A store over `executor`, subscribed through what `subscriber` makes of its change feed and
+    /// the cache's wake-up call; the writer task starts at once.
     init(
-        executor: any RedisExecutor, subscriber: (RedisChangeFeed, @escaping @Sendable () -> Void) -> RedisSubscriber,
+        executor: any RedisExecutor,
+        subscriber: (RedisChangeFeed, @escaping @Sendable () -> Void) throws -> RedisSubscriber,
         configuration: RedisConfiguration, context: RemoteContext
-    ) {
+    ) throws {
         self.executor = executor
         keys = RedisKeys(namespace: configuration.namespace)
         timeout = configuration.commandTimeout
@@ -42,7 +45,7 @@ final class RedisRemoteStore: RemoteStore {
         queue = RedisWriteQueue(limit: configuration.writeQueueLimit)
         let feed = RedisChangeFeed()
         changeFeed = feed
-        self.subscriber = subscriber(feed, context.changesArrived)
+        self.subscriber = try subscriber(feed, context.changesArrived)
         self.subscriber.start()
         let done = writerDone
         Task { [self] in

@@ -83,4 +83,25 @@ struct FuzzRegressionTests {
         let bytes = Array(input.utf8)
         #expect(FuzzChecks.exportLine(bytes).isEmpty, "\(name): \(FuzzChecks.exportLine(bytes))")
     }
+
+    static let respInputs: [(String, [UInt8])] = [
+        ("empty", []),
+        (
+            "every scalar type",
+            Array("+OK\r\n-ERR x\r\n:-1\r\n$3\r\nabc\r\n$-1\r\n_\r\n#t\r\n,1.5\r\n(12\r\n=5\r\ntxt:a\r\n".utf8)
+        ),
+        ("aggregates and an attribute", Array("*2\r\n%1\r\n+k\r\n~1\r\n>0\r\n|1\r\n+a\r\n+b\r\n*-1\r\n".utf8)),
+        ("a line split across CR and LF", Array("+OK\r".utf8)),
+        ("past the fuzz limits", Array("$1001\r\n*101\r\n".utf8)),
+        ("nested past the fuzz depth", Array((String(repeating: "*1\r\n", count: 9) + ":1\r\n").utf8)),
+        ("a line past the fuzz limit", Array(("+" + String(repeating: "x", count: 201) + "\r\n").utf8)),
+        // Found by fuzz-resp: a bulk error holding CRLF re-encoded as a simple error.
+        ("a bulk error holding CR and LF", Array("!12\r\n55555!2\r\n".utf8) + [0xFF, 0x8A, 0x0D, 0x0D, 0x0A]),
+        ("arguments with CR, LF and empty ones", Array("a\r\n".utf8) + [0xFF, 0xFF] + Array("b".utf8)),
+    ]
+
+    @Test("the RESP parser's checks hold on hand-written edge cases", arguments: respInputs)
+    func respEdgeCases(name: String, input: [UInt8]) {
+        #expect(FuzzChecks.resp(input).isEmpty, "\(name): \(FuzzChecks.resp(input))")
+    }
 }

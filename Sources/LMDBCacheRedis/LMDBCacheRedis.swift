@@ -1,1 +1,0 @@
-// Placeholder until the client lands: the module needs one source file.

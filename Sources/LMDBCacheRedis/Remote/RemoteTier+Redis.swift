@@ -1,0 +1,66 @@
+#if Redis
+import LMDBCache
+import Logging
+
+extension RemoteTier {
+    /// A Redis server (or Redis Cluster) as the tier shared by several machines, and Redis pub/sub
+    /// as the channel their caches tell each other of changes on (<doc:SeveralMachines> in
+    /// LMDBCache's documentation).
+    ///
+    /// ```swift
+    /// configuration.remote = .redis(RedisConfiguration(endpoints: [.init(host: "10.0.0.5")]))
+    /// ```
+    ///
+    /// The connections are made in the background when the cache opens: a Redis that is down does
+    /// not keep the cache from opening (its lookups miss until Redis answers).
+    public static func redis(_ configuration: RedisConfiguration) -> RemoteTier {
+        RemoteTier { context in
+            let client = RedisClientConfiguration(configuration)
+            guard !client.endpoints.isEmpty else {
+                throw CacheError.invalidConfiguration(reason: "the Redis tier needs at least one endpoint")
+            }
+            let executor: any RedisExecutor
+            do {
+                if configuration.cluster {
+                    let connector = try RedisConnector(configuration: client)
+                    let logger = context.logger
+                    executor = RedisClusterClient(seeds: client.endpoints, logger: logger) { endpoint in
+                        RedisConnectionPool(connector: connector, endpoint: endpoint, logger: logger)
+                    }
+                } else {
+                    executor = try RedisConnectionPool(configuration: client, logger: context.logger)
+                }
+                let keys = RedisKeys(namespace: configuration.namespace)
+                let subscriber = { (feed: RedisChangeFeed, changesArrived: @escaping @Sendable () -> Void) throws in
+                    try RedisSubscriber(
+                        configuration: client, channel: keys.channel, logger: context.logger,
+                        onMessage: { payload in
+                            if feed.deliver(payload) { changesArrived() }
+                        },
+                        onSubscribed: { isResubscription in
+                            guard isResubscription else { return }
+                            feed.markMissed()
+                            changesArrived()
+                        })
+                }
+                return try RedisRemoteStore(
+                    executor: executor, subscriber: subscriber, configuration: configuration, context: context)
+            } catch let error as RedisClientError {
+                throw CacheError.invalidConfiguration(reason: "Redis tier: \(error)")
+            }
+        }
+    }
+}
+
+extension RedisClientConfiguration {
+    /// The client's settings for the public configuration.
+    init(_ configuration: RedisConfiguration) {
+        self.init(
+            endpoints: configuration.endpoints.map { RedisEndpoint(host: $0.host, port: $0.port) },
+            username: configuration.username, password: configuration.password, tls: configuration.tls,
+            tlsServerHostname: configuration.tlsServerName,
+            connectTimeout: min(.seconds(1), configuration.commandTimeout),
+            poolSize: configuration.connectionsPerNode)
+    }
+}
+#endif

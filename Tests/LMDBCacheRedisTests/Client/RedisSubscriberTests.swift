@@ -1,0 +1,85 @@
+#if Redis
+import Foundation
+import RESP
+import Testing
+
+@testable import LMDBCacheRedis
+
+@Suite("Redis client: the pub/sub subscriber against a real redis-server")
+struct RedisSubscriberTests {
+    @Test(
+        "messages published are delivered; after a restart the subscriber resubscribes and says so",
+        arguments: [RedisClientConfiguration.ProtocolVersion.resp2, .resp3])
+    func subscribeAndResubscribe(version: RedisClientConfiguration.ProtocolVersion) async throws {
+        let server = try await RedisServer(password: "pw")
+        defer { server.stop() }
+        let messages = Recorder<[UInt8]>()
+        let subscriptions = Recorder<Bool>()
+        let channel = bytes("invalidations")
+        let subscriber = try RedisSubscriber(
+            configuration: server.configuration(protocolVersion: version), channel: channel, logger: testLogger,
+            onMessage: { messages.record($0) }, onSubscribed: { subscriptions.record($0) })
+        subscriber.start()
+        let publisher = try RedisConnectionPool(configuration: server.configuration(), logger: testLogger)
+        #expect(await eventually { subscriptions.all == [false] })
+        let payloads: [[UInt8]] = [bytes("one"), [0, 13, 10, 255], [], [UInt8](repeating: 7, count: 100_000)]
+        for payload in payloads {
+            let replies = try await publisher.execute(
+                [RedisCommand("PUBLISH", channel, payload)], timeout: .seconds(10))
+            #expect(replies == [.integer(1)], "one subscriber received it")
+        }
+        // Another channel's messages are not delivered.
+        _ = try await publisher.execute([RedisCommand("PUBLISH", bytes("other"), bytes("x"))], timeout: .seconds(10))
+        #expect(await eventually { messages.all.count == payloads.count })
+        #expect(messages.all == payloads)
+
+        try await server.restart()
+        #expect(await eventually { subscriptions.all == [false, true] }, "resubscribed after the restart")
+        let delivered = await eventually {
+            (try? await publisher.execute([RedisCommand("PUBLISH", channel, bytes("after"))], timeout: .seconds(5)))
+                == [.integer(1)]
+        }
+        #expect(delivered)
+        #expect(await eventually { messages.all.last == bytes("after") })
+        await subscriber.close()
+        // Closed: it is no longer subscribed.
+        let remaining = try await publisher.execute(
+            [RedisCommand("PUBSUB", bytes("NUMSUB"), channel)], timeout: .seconds(10))
+        #expect(remaining == [.array([.bulkString(channel), .integer(0)])])
+        await publisher.close()
+    }
+
+    @Test("a subscriber started while Redis is down subscribes once it is up")
+    func startsWhileDown() async throws {
+        let server = try await RedisServer()
+        defer { server.stop() }
+        server.kill()
+        let subscriptions = Recorder<Bool>()
+        let subscriber = try RedisSubscriber(
+            configuration: server.configuration(), channel: bytes("c"), logger: testLogger,
+            onMessage: { _ in }, onSubscribed: { subscriptions.record($0) })
+        subscriber.start()
+        try await server.restart()
+        #expect(await eventually { subscriptions.all == [false] })
+        await subscriber.close()
+    }
+
+    @Test("a server that stops answering is noticed by the PING health check; the subscriber resubscribes")
+    func healthCheck() async throws {
+        let server = try await RedisServer()
+        defer { server.stop() }
+        let subscriptions = Recorder<Bool>()
+        let subscriber = try RedisSubscriber(
+            configuration: server.configuration(), channel: bytes("c"), logger: testLogger,
+            healthCheckInterval: .milliseconds(200), onMessage: { _ in }, onSubscribed: { subscriptions.record($0) })
+        subscriber.start()
+        #expect(await eventually { subscriptions.all == [false] })
+        server.pause()
+        // No FIN, no RST: only the unanswered PINGs reveal the stall.
+        #expect(await eventually { !subscriber.isConnected }, "the stalled connection was dropped")
+        server.resume()
+        #expect(await eventually { subscriptions.all == [false, true] })
+        await subscriber.close()
+    }
+}
+#endif

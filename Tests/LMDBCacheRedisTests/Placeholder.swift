@@ -1,2 +1,0 @@
-#if Redis
-#endif

@@ -1,0 +1,224 @@
+#if Redis
+import Foundation
+import Synchronization
+
+@testable import LMDBCacheRedis
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real `redis-server` for tests, on a free loopback port, without persistence, in a temporary
+/// directory; optionally with a password (and an ACL user) and TLS with certificates made by the
+/// `openssl` command.
+///
+/// The fixture checks the server with `redis-cli` processes, so the client under test is never
+/// the judge of its own results. Waits poll until a generous deadline; none is a fixed sleep.
+final class RedisServer: Sendable {
+    /// The certificates of a TLS server: a CA, the server's certificate (for `localhost` and
+    /// 127.0.0.1) and key, and another CA that signed nothing of this server's.
+    struct TLSFiles: Sendable {
+        var caCertificate: String
+        var serverCertificate: String
+        var serverKey: String
+        var otherCACertificate: String
+    }
+
+    /// An error of the fixture: what it was running or waiting for.
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The port the server listens on (TLS only, when TLS is on).
+    let port: Int
+    /// The `default` user's password, if any.
+    let password: String?
+    /// An ACL user created at start with `password` and every permission, if any.
+    let username: String?
+    /// The certificates, when TLS is on.
+    let tlsFiles: TLSFiles?
+    /// The server's working directory (its log is `redis.log` there).
+    let directory: URL
+    private let process: Mutex<Process?>
+
+    /// Where the client reaches the server.
+    var endpoint: RedisEndpoint { RedisEndpoint(host: "127.0.0.1", port: port) }
+
+    /// Starts a server and returns once it answers `PING`.
+    ///
+    /// - Parameters:
+    ///   - password: `requirepass` (the `default` user's password); default none.
+    ///   - username: an ACL user to create with `password` (which must then be given); default none.
+    ///   - tls: serve TLS only, with a CA and certificate made for the occasion; default off.
+    init(password: String? = nil, username: String? = nil, tls: Bool = false) async throws {
+        precondition(username == nil || password != nil, "an ACL user needs a password")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-server-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        port = try Self.freePort()
+        self.password = password
+        self.username = username
+        tlsFiles = tls ? try Self.makeCertificates(in: directory) : nil
+        process = Mutex(nil)
+        try await start()
+        if let username, let password {
+            let reply = try cli(["ACL", "SETUSER", username, "on", ">\(password)", "~*", "&*", "+@all"])
+            guard reply.trimmingCharacters(in: .whitespacesAndNewlines) == "OK" else {
+                throw Failure(description: "ACL SETUSER answered \(reply)")
+            }
+        }
+    }
+
+    deinit { stop() }
+
+    /// Starts the process (again) on the same port and waits until it answers `PING`.
+    private func start() async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
+        var arguments = [
+            "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory.path,
+            "--logfile", directory.appendingPathComponent("redis.log").path,
+        ]
+        if let tlsFiles {
+            arguments += [
+                "--port", "0", "--tls-port", "\(port)", "--tls-cert-file", tlsFiles.serverCertificate,
+                "--tls-key-file", tlsFiles.serverKey, "--tls-ca-cert-file", tlsFiles.caCertificate,
+                "--tls-auth-clients", "no",
+            ]
+        } else {
+            arguments += ["--port", "\(port)"]
+        }
+        if let password { arguments += ["--requirepass", password] }
+        process.arguments = arguments
+        try process.run()
+        self.process.withLock { $0 = process }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            guard process.isRunning else { throw Failure(description: "redis-server exited: \(log())") }
+            if (try? cli(["PING"]))?.contains("PONG") == true { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw Failure(description: "redis-server did not answer PING within 20 s: \(log())")
+    }
+
+    /// Kills the server with SIGKILL and waits until it has exited.
+    func kill() {
+        guard let process = process.withLock({ $0 }) else { return }
+        if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// Starts the server again on the same port (killing it first if it runs), with no data.
+    func restart() async throws {
+        kill()
+        try await start()
+    }
+
+    /// Stops the server (SIGSTOP): connections stay open and nothing is answered.
+    func pause() {
+        if let process = process.withLock({ $0 }), process.isRunning {
+            _ = Glibc.kill(process.processIdentifier, SIGSTOP)
+        }
+    }
+
+    /// Lets a paused server run again (SIGCONT).
+    func resume() {
+        if let process = process.withLock({ $0 }), process.isRunning {
+            _ = Glibc.kill(process.processIdentifier, SIGCONT)
+        }
+    }
+
+    /// Kills the server and removes its directory.
+    func stop() {
+        resume()
+        kill()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Runs `redis-cli` with this server's address, TLS and credentials and `arguments`; its output.
+    @discardableResult
+    func cli(_ arguments: [String]) throws -> String {
+        var prefix = ["-h", "127.0.0.1", "-p", "\(port)", "--no-auth-warning"]
+        if let tlsFiles { prefix += ["--tls", "--cacert", tlsFiles.caCertificate] }
+        if let password { prefix += ["-a", password] }
+        return try Self.run("/usr/bin/redis-cli", prefix + arguments)
+    }
+
+    /// The server's log, for failure messages.
+    func log() -> String {
+        (try? String(contentsOf: directory.appendingPathComponent("redis.log"), encoding: .utf8)) ?? "(no log)"
+    }
+
+    /// A port free on 127.0.0.1 now: bound to port 0, read, closed.
+    private static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw Failure(description: "socket: errno \(errno)") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                guard bind(socket, raw, length) == 0 else { return false }
+                return getsockname(socket, raw, &length) == 0
+            }
+        }
+        guard bound else { throw Failure(description: "bind: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A CA, a server certificate it signs (for `localhost` and 127.0.0.1), and a second CA.
+    private static func makeCertificates(in directory: URL) throws -> TLSFiles {
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        for name in ["ca", "other-ca"] {
+            try run(
+                "/usr/bin/openssl",
+                ["req", "-x509", "-new"] + key + [
+                    "-keyout", path("\(name).key"), "-out", path("\(name).crt"), "-days", "2", "-subj",
+                    "/CN=LMDBCache test \(name)", "-addext", "basicConstraints=critical,CA:TRUE", "-addext",
+                    "keyUsage=critical,keyCertSign,cRLSign",
+                ])
+        }
+        try run(
+            "/usr/bin/openssl",
+            ["req", "-new"] + key + [
+                "-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=localhost",
+            ])
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n".write(
+            toFile: path("server.ext"), atomically: true, encoding: .utf8)
+        try run(
+            "/usr/bin/openssl",
+            [
+                "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+                "-CAcreateserial", "-out", path("server.crt"), "-days", "2", "-extfile", path("server.ext"),
+            ])
+        return TLSFiles(
+            caCertificate: path("ca.crt"), serverCertificate: path("server.crt"), serverKey: path("server.key"),
+            otherCACertificate: path("other-ca.crt"))
+    }
+
+    /// Runs a program to its end; its standard output, or a failure with its error output.
+    @discardableResult
+    private static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Failure(
+                description: "\(executable) \(arguments.joined(separator: " ")) failed: "
+                    + String(decoding: errorData, as: UTF8.self))
+        }
+        return String(decoding: outputData, as: UTF8.self)
+    }
+}
+#endif
