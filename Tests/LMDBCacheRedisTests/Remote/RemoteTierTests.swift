@@ -132,16 +132,16 @@ struct RemoteTierTests {
         var machines: [(Cache<String, String>, TemporaryDirectory)] = []
         for _ in 0..<3 { machines.append(try Self.machine(server, freshness: lease)) }
         let caches = machines.map(\.0)
-        let runs = Atomic<Int>(0)
-        let started = Atomic<Int>(0)
+        let runs = CountingLoader()
+        let started = CountingLoader()
         // Each loader waits until every machine has asked, so all three overlap.
         let values = try await withThrowingTaskGroup(of: String.self) { group in
             for cache in caches {
                 group.addTask {
-                    started.add(1, ordering: .relaxed)
+                    started.runs.add(1, ordering: .relaxed)
                     return try await cache.value(forKey: "cold") {
-                        runs.add(1, ordering: .relaxed)
-                        _ = await eventually { started.load(ordering: .relaxed) == 3 }
+                        runs.runs.add(1, ordering: .relaxed)
+                        _ = await eventually { started.runs.load(ordering: .relaxed) == 3 }
                         return "loaded"
                     }
                 }
@@ -151,7 +151,7 @@ struct RemoteTierTests {
             return values
         }
         #expect(values == ["loaded", "loaded", "loaded"])
-        #expect(runs.load(ordering: .relaxed) == 1)
+        #expect(runs.runs.load(ordering: .relaxed) == 1)
         let statistics = caches.map { $0.statistics.remote ?? RemoteStatistics() }
         #expect(statistics.map(\.leasesAcquired).reduce(0, +) == 1)
         for cache in caches { cache.close() }

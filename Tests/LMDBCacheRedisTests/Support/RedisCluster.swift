@@ -1,0 +1,226 @@
+#if Redis
+import Foundation
+import Synchronization
+
+@testable import LMDBCacheRedis
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real Redis Cluster for tests: six `redis-server` processes on free loopback ports, three
+/// primaries with one replica each, node timeout 1 s, no persistence, in a temporary directory.
+///
+/// The fixture does its own administration with `redis-cli` processes (creating the cluster,
+/// reading its state), so the client under test is never the judge of its own results. Every
+/// wait polls a condition until a generous deadline; none is a fixed sleep.
+final class RedisCluster: Sendable {
+    /// One `redis-server` process.
+    struct Node: Sendable {
+        var port: Int
+        var busPort: Int
+        var endpoint: RedisEndpoint { RedisEndpoint(host: "127.0.0.1", port: port) }
+    }
+
+    /// An error of the fixture: what it was waiting for or running.
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The six nodes, in creation order.
+    let nodes: [Node]
+    let directory: URL
+    private let processes: Mutex<[Int: Process]>  // by port, the nodes still running
+
+    private init(nodes: [Node], directory: URL, processes: sending [Int: Process]) {
+        self.nodes = nodes
+        self.directory = directory
+        self.processes = Mutex(processes)
+    }
+
+    deinit { stop() }
+
+    /// Starts six nodes, creates the cluster (`redis-cli --cluster create … --cluster-replicas 1`)
+    /// and returns once every node says `cluster_state:ok`, knows all six nodes, and each replica
+    /// has its replication link up.
+    static func start() async throws -> RedisCluster {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-cluster-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let ports = try LoopbackSocket.freePorts(12)
+        let nodes = (0..<6).map { Node(port: ports[$0], busPort: ports[$0 + 6]) }
+        var processes: [Int: Process] = [:]
+        for node in nodes {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
+            process.arguments = [
+                "--port", "\(node.port)", "--cluster-port", "\(node.busPort)", "--cluster-enabled", "yes",
+                "--cluster-config-file", directory.appendingPathComponent("nodes-\(node.port).conf").path,
+                "--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
+                "--dir", directory.path, "--logfile", directory.appendingPathComponent("redis-\(node.port).log").path,
+            ]
+            try process.run()
+            processes[node.port] = process
+        }
+        let cluster = RedisCluster(nodes: nodes, directory: directory, processes: processes)
+        do {
+            for node in nodes {
+                try await cluster.waitUntil("\(node.port) answers PING") {
+                    (try? cluster.command(node.port, "PING")) == "PONG"
+                }
+            }
+            let create = try cluster.redisCLI(
+                ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" }
+                    + ["--cluster-replicas", "1", "--cluster-yes"])
+            guard create.status == 0 else { throw Failure(description: "cluster create failed: \(create.output)") }
+            try await cluster.waitUntil("the cluster is up") {
+                try nodes.allSatisfy { node in
+                    let info = try cluster.command(node.port, "CLUSTER", "INFO")
+                    guard info.contains("cluster_state:ok"), info.contains("cluster_known_nodes:6") else {
+                        return false
+                    }
+                    let roles = try cluster.roles(askingPort: node.port)
+                    guard roles.filter({ $0.value.isEmpty == false }).count == 3, roles.count == 6 else { return false }
+                    if roles[node.port]?.isEmpty == true {
+                        return try cluster.command(node.port, "INFO", "replication").contains("master_link_status:up")
+                    }
+                    return true
+                }
+            }
+        } catch {
+            cluster.stop()
+            throw error
+        }
+        return cluster
+    }
+
+    /// The ports of the primaries that serve slots now, as `port` sees the cluster.
+    func masterPorts(askingPort port: Int? = nil) throws -> [Int] {
+        let asked = try port ?? runningPorts().first ?? nodes[0].port
+        return try roles(askingPort: asked).filter { !$0.value.isEmpty }.map(\.key).sorted()
+    }
+
+    /// The ports of the nodes still running.
+    func runningPorts() throws -> [Int] {
+        processes.withLock { Array($0.keys) }.sorted()
+    }
+
+    /// Kills the primary on `port` with SIGKILL and returns once every surviving node sees it
+    /// failed, sees no slot on it, and says `cluster_state:ok` (a replica has taken its slots).
+    func kill(master port: Int) async throws {
+        try killProcess(port)
+        try await waitForFailover(of: port)
+    }
+
+    /// Returns once every running node sees the node on `port` failed, sees no slot on it, and
+    /// says `cluster_state:ok`.
+    func waitForFailover(of port: Int) async throws {
+        let survivors = try runningPorts()
+        try await waitUntil("a replica took over \(port)'s slots") {
+            try survivors.allSatisfy { survivor in
+                guard try command(survivor, "CLUSTER", "INFO").contains("cluster_state:ok") else { return false }
+                let line = try command(survivor, "CLUSTER", "NODES").split(separator: "\n")
+                    .first { $0.split(separator: " ").dropFirst().first?.hasPrefix("127.0.0.1:\(port)@") == true }
+                guard let fields = line?.split(separator: " ") else { return false }
+                return fields.count > 2 && fields[2].contains("fail") && !fields[2].contains("fail?")
+                    && fields.count <= 8
+            }
+        }
+    }
+
+    /// Kills the process on `port` (SIGKILL) and reaps it.
+    func killProcess(_ port: Int) throws {
+        let killed = processes.withLock { processes -> Bool in
+            guard let process = processes.removeValue(forKey: port) else { return false }
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return true
+        }
+        guard killed else { throw Failure(description: "no node running on \(port)") }
+    }
+
+    /// Kills every node and deletes the directory.
+    func stop() {
+        processes.withLock { processes in
+            for process in processes.values { Glibc.kill(process.processIdentifier, SIGKILL) }
+            for process in processes.values { process.waitUntilExit() }
+            processes = [:]
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// `redis-cli -p port arguments…`'s output, trimmed; throws when redis-cli fails or the reply
+    /// is an error.
+    @discardableResult
+    func command(_ port: Int, _ arguments: String...) throws -> String {
+        let result = try redisCLI(["-p", "\(port)"] + arguments)
+        let output = result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard result.status == 0, !output.hasPrefix("ERR"), !output.hasPrefix("(error)") else {
+            throw Failure(description: "redis-cli -p \(port) \(arguments.joined(separator: " ")): \(output)")
+        }
+        return output
+    }
+
+    /// Returns once every replica holds as many keys as its primary (writes acknowledged by the
+    /// primaries have reached the replicas, so a failover loses none of them).
+    func waitForReplication() async throws {
+        try await waitUntil("the replicas caught up") {
+            try runningPorts().allSatisfy { port in
+                guard try roles(askingPort: port)[port]?.isEmpty == true else { return true }
+                let primaryID = try command(port, "CLUSTER", "NODES").split(separator: "\n")
+                    .first { $0.contains("myself") }?.split(separator: " ").dropFirst(3).first
+                guard let primaryID else { return false }
+                let primaryLine = try command(port, "CLUSTER", "NODES").split(separator: "\n")
+                    .first { $0.hasPrefix(primaryID + " ") }
+                guard let address = primaryLine?.split(separator: " ").dropFirst().first?.split(separator: "@").first,
+                    let primaryPort = address.split(separator: ":").last.flatMap({ Int($0) })
+                else { return false }
+                return try command(port, "DBSIZE") == command(primaryPort, "DBSIZE")
+            }
+        }
+    }
+
+    /// The node id of the node on `port`.
+    func nodeID(_ port: Int) throws -> String {
+        try command(port, "CLUSTER", "MYID")
+    }
+
+    /// Each node `port` knows of, by port: the slot ranges it serves as a primary (empty for a
+    /// replica or a primary without slots), from `CLUSTER NODES`. Failed nodes are left out.
+    func roles(askingPort port: Int) throws -> [Int: [String]] {
+        var roles: [Int: [String]] = [:]
+        for line in try command(port, "CLUSTER", "NODES").split(separator: "\n") {
+            let fields = line.split(separator: " ").map(String.init)
+            guard fields.count >= 8, !fields[2].contains("fail") else { continue }
+            let address = fields[1].split(separator: "@").first ?? ""
+            guard let nodePort = address.split(separator: ":").last.flatMap({ Int($0) }) else { continue }
+            roles[nodePort] = fields[2].contains("master") ? Array(fields.dropFirst(8)) : []
+        }
+        return roles
+    }
+
+    /// Polls `condition` (errors count as false) every 50 ms until it holds, or throws after
+    /// `seconds`.
+    func waitUntil(_ what: String, seconds: Double = 60, _ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int(seconds * 1000)))
+        while ContinuousClock.now < deadline {
+            if (try? condition()) == true { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw Failure(description: "timed out waiting until \(what)")
+    }
+
+    /// Runs redis-cli with `arguments`: its exit status and its standard output and error.
+    private func redisCLI(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
+#endif
