@@ -17,8 +17,10 @@ import Synchronization
 //   get PREFIX FROM COUNT TIER SEED   get-or-load those keys in a seeded order, each timed; TIER
 //                                     says where they must be served: memory, disk (the memory
 //                                     tier is dropped first), redis (another node stored them),
-//                                     loader (cold keys), lease (cold keys, with a load lease).
-//                                     The cache's counts must agree, and every value be its key's
+//                                     loader (cold keys), lease (cold keys, with a load lease),
+//                                     local (cold keys, on a second cache of the node's without
+//                                     the remote tier: what the tier adds to a miss). The cache's
+//                                     counts must agree, and every value be its key's
 //   only-fill PREFIX FROM COUNT       SET those keys through the plain RESP connection
 //   only-get PREFIX FROM COUNT hit|miss SEED
 //                                     the same get-or-load done as a Redis-only cache does it: GET,
@@ -27,7 +29,7 @@ import Synchronization
 //                                     CALLS get-or-loads drawn Zipf(0.99) over KEYS keys, through
 //                                     the cache or Redis alone
 //   watch KEY INDEX VERSION           KEY (in memory, write VERSION - 1) is about to be overwritten
-//                                     by another node: answers `ok watching`, polls every 50 µs
+//                                     by another node: answers `ok` at once, polls every 50 µs
 //                                     until the memory tier no longer holds it, then answers with
 //                                     that moment (CLOCK_MONOTONIC) once a get-or-load returned
 //                                     write VERSION from Redis (its loader may not run)
@@ -36,7 +38,11 @@ import Synchronization
 //   stampede PREFIX COUNT plain|lease START GAP LOADMS
 //                                     key k (cold everywhere) is asked for at START + k x GAP
 //                                     (CLOCK_MONOTONIC, all nodes at once), its loader taking
-//                                     LOADMS; answers each key's loader runs here and each call's time
+//                                     LOADMS; answers each key's loader runs here and each call's time.
+//                                     It does not wait for its writes: a load another node's change
+//                                     superseded is neither stored nor sent, so the node can no
+//                                     longer tell how many writes to wait for, and fill, get and
+//                                     zipf are refused after it
 //   stats                             the remote tier's counts
 //   quit                              close the cache, answer `ok`, exit 0
 
@@ -89,12 +95,19 @@ enum FleetNode {
         let cache = try Cache<String, [UInt8]>(
             directory: URL(fileURLWithPath: directory), configuration: configuration)
         defer { cache.close() }
+        // The same cache without the remote tier, for the `local` phase.
+        var localConfiguration = Cache<String, [UInt8]>.Configuration()
+        localConfiguration.name = "node-\(node)-local"
+        let local = try Cache<String, [UInt8]>(
+            directory: URL(fileURLWithPath: directory + "-local"), configuration: localConfiguration)
+        defer { local.close() }
         let commands = FleetNodeCommands(
-            node: node, cache: cache, only: try RESPConnection(port: port), onlyPrefix: namespace + "-only:")
+            node: node, cache: cache, local: local, only: try RESPConnection(port: port), onlyPrefix: namespace + "-only:")
         try writeLine("ready")
         while let line = readLine() {
             if line == "quit" {
                 cache.close()
+                local.close()
                 try writeLine("ok")
                 return
             }
@@ -118,7 +131,7 @@ enum FleetNode {
 
 /// Where a phase's get-or-loads must be served.
 enum FleetTier: String, CaseIterable, Sendable {
-    case memory, disk, redis, loader, lease
+    case memory, disk, redis, loader, lease, local
 }
 
 /// The node's commands. One runs at a time: the main thread reads a command, runs it (its async
@@ -128,15 +141,23 @@ final class FleetNodeCommands: @unchecked Sendable {
     /// This node's number (1, 2, 3): its Zipf draws are its own.
     private let node: Int
     private let cache: Cache<String, [UInt8]>
+    /// A cache of the node's without the remote tier (the `local` phase).
+    private let local: Cache<String, [UInt8]>
     /// "Redis as the only cache": the harness's own RESP connection, one request at a time.
     private let only: RESPConnection
     private let onlyPrefix: String
     /// Inserts this node made: with its loads and leases, what its remote tier must acknowledge.
     private var inserts = 0
+    /// Whether a stampede ran: the writes to wait for are no longer known.
+    private var writesUnknown = false
 
-    init(node: Int, cache: Cache<String, [UInt8]>, only: RESPConnection, onlyPrefix: String) {
+    init(
+        node: Int, cache: Cache<String, [UInt8]>, local: Cache<String, [UInt8]>, only: RESPConnection,
+        onlyPrefix: String
+    ) {
         self.node = node
         self.cache = cache
+        self.local = local
         self.only = only
         self.onlyPrefix = onlyPrefix
     }
@@ -247,18 +268,19 @@ final class FleetNodeCommands: @unchecked Sendable {
         let loaderRuns = RunCounter()
         var latencies: [UInt64] = []
         latencies.reserveCapacity(count)
-        let before = try FleetCounts(cache)
+        let target = tier == .local ? local : cache
+        let before = FleetCounts(target)
         for index in order {
             let key = FleetValue.key(prefix, index)
             let start = nanosecondsNow()
-            let value = try await cache.value(forKey: key, freshness: freshness) {
+            let value = try await target.value(forKey: key, freshness: freshness) {
                 loaderRuns.count.add(1, ordering: .relaxed)
                 return FleetValue.make(index: index, version: 0)
             }
             latencies.append(nanosecondsNow() - start)
             try FleetValue.check(value, key: key, index: index, version: 0)
         }
-        let counts = try FleetCounts(cache) - before
+        let counts = FleetCounts(target) - before
         let runs = loaderRuns.count.load(ordering: .relaxed)
         let wrong: String? =
             switch tier {
@@ -275,6 +297,9 @@ final class FleetNodeCommands: @unchecked Sendable {
                     ? nil : "\(counts.remoteMisses) Redis misses"
             case .lease:
                 runs == count && counts.loads == count && counts.leases == count ? nil : "\(counts.leases) leases taken"
+            case .local:
+                runs == count && counts.loads == count && counts.memoryHits == 0 && counts.diskHits == 0
+                    ? nil : "\(counts.loads) loads"
             }
         if let wrong {
             throw FleetFailure(
@@ -288,7 +313,7 @@ final class FleetNodeCommands: @unchecked Sendable {
         let draws = FleetValue.zipf(keys: keys, count: calls, seed: seed, node: node)
         var latencies: [UInt64] = []
         latencies.reserveCapacity(calls)
-        let before = try FleetCounts(cache)
+        let before = FleetCounts(cache)
         for index in draws {
             let key = FleetValue.key(prefix, index)
             let start = nanosecondsNow()
@@ -296,7 +321,7 @@ final class FleetNodeCommands: @unchecked Sendable {
             latencies.append(nanosecondsNow() - start)
             try FleetValue.check(value, key: key, index: index, version: 0)
         }
-        let counts = try FleetCounts(cache) - before
+        let counts = FleetCounts(cache) - before
         try await awaitRemoteWrites()
         return "latencies=\(list(latencies)) memory=\(counts.memoryHits) disk=\(counts.diskHits) "
             + "redis=\(counts.remoteHits) loads=\(counts.loads)"
@@ -306,7 +331,7 @@ final class FleetNodeCommands: @unchecked Sendable {
         guard version > 0, cache.memory.contains(key) else {
             throw FleetFailure("watch \(key): not in the memory tier before the overwrite")
         }
-        try FleetNode.writeLine("ok watching")
+        try FleetNode.writeLine("ok")
         let deadline = nanosecondsNow() + 5_000_000_000
         var pause = timespec(tv_sec: 0, tv_nsec: 50_000)
         while cache.memory.contains(key) {
@@ -358,13 +383,14 @@ final class FleetNodeCommands: @unchecked Sendable {
             try FleetValue.check(value, key: key, index: index, version: 0)
             runs.append(UInt64(ran.count.load(ordering: .relaxed)))
         }
-        try await awaitRemoteWrites()
+        writesUnknown = true
         return "runs=\(list(runs)) latencies=\(list(latencies))"
     }
 
     /// Waits (up to 10 s) until Redis acknowledged every write and lease release this node
     /// queued: its inserts, its loaders' values, its leases. A dropped write is a failure.
     private func awaitRemoteWrites() async throws {
+        guard !writesUnknown else { throw FleetFailure("after a stampede the writes to wait for are not known") }
         let deadline = nanosecondsNow() + 10_000_000_000
         while true {
             let statistics = cache.statistics
@@ -491,15 +517,15 @@ struct FleetCounts: CustomStringConvertible {
     var loads = 0
     var leases = 0
 
-    init(_ cache: Cache<String, [UInt8]>) throws {
+    /// The counts of `cache` now (the remote tier's 0 when it has none).
+    init(_ cache: Cache<String, [UInt8]>) {
         let statistics = cache.statistics
-        guard let remote = statistics.remote else { throw FleetFailure("the cache has no remote tier") }
         memoryHits = statistics.memory.hits
         diskHits = statistics.disk.hits
-        remoteHits = remote.hits
-        remoteMisses = remote.misses
+        remoteHits = statistics.remote?.hits ?? 0
+        remoteMisses = statistics.remote?.misses ?? 0
         loads = statistics.loads
-        leases = remote.leasesAcquired
+        leases = statistics.remote?.leasesAcquired ?? 0
     }
 
     private init() {}

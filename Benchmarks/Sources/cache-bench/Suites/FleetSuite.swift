@@ -90,6 +90,7 @@ struct FleetSuite: Suite {
                             (.redis, "\(prefix).present redis"), (.memory, "\(prefix).present memory"),
                             (.disk, "\(prefix).present disk"), (.loader, "\(prefix).cold\(node.number) loader"),
                             (.lease, "\(prefix).leased\(node.number) lease"),
+                            (.local, "\(prefix).local\(node.number) local"),
                         ]
                         for (offset, (measure, what)) in phases.enumerated() {
                             let words = what.split(separator: " ")
@@ -336,7 +337,8 @@ struct FleetSuite: Suite {
                     "cold keys",
                     "per round nodes 2 and 3 each get-or-load \(sizes.keys) keys missing everywhere, with the loader "
                         + "returning at once, and \(sizes.keys) more with Freshness(lease: LoadLease()) (SET NX PX, "
-                        + "then GET again); Redis only: GET (a miss), the loader, SET"
+                        + "then GET again), and \(sizes.keys) more on a second cache of the node's without the remote "
+                        + "tier (what the tier adds to a miss); Redis only: GET (a miss), the loader, SET"
                 ),
                 (
                     "Zipf mix",
@@ -395,12 +397,12 @@ struct FleetSuite: Suite {
 
 /// One row of the fleet suite's main table.
 enum FleetMeasure: Int, CaseIterable {
-    case memory, disk, redis, onlyHit, loader, lease, onlyMiss, zipf, onlyZipf
+    case memory, disk, redis, onlyHit, local, loader, lease, onlyMiss, zipf, onlyZipf
 
     var workload: String {
         switch self {
         case .memory, .disk, .redis, .onlyHit: return "get-or-load, present key"
-        case .loader, .lease, .onlyMiss: return "get-or-load, cold key"
+        case .local, .loader, .lease, .onlyMiss: return "get-or-load, cold key"
         case .zipf, .onlyZipf: return "get-or-load, Zipf mix"
         }
     }
@@ -418,6 +420,7 @@ enum FleetMeasure: Int, CaseIterable {
         case .disk: return "served by disk"
         case .redis: return "served by Redis"
         case .onlyHit: return "the only cache: GET"
+        case .local: return "served by the loader, no remote tier"
         case .loader: return "served by the loader"
         case .lease: return "served by the loader, with the lease"
         case .onlyMiss: return "the only cache: GET, load, SET"
@@ -430,7 +433,7 @@ enum FleetMeasure: Int, CaseIterable {
     var baseline: FleetMeasure {
         switch self {
         case .memory, .disk, .redis, .onlyHit: return .onlyHit
-        case .loader, .lease, .onlyMiss: return .onlyMiss
+        case .local, .loader, .lease, .onlyMiss: return .onlyMiss
         case .zipf, .onlyZipf: return .onlyZipf
         }
     }
@@ -442,6 +445,7 @@ enum FleetMeasure: Int, CaseIterable {
         case .disk: return "disk"
         case .redis: return "Redis"
         case .onlyHit: return "only GET"
+        case .local: return "loader, no Redis"
         case .loader: return "loader"
         case .lease: return "lease"
         case .onlyMiss: return "only GET+SET"
