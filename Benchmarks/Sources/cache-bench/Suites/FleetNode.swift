@@ -516,6 +516,8 @@ struct FleetCounts: CustomStringConvertible {
     var remoteMisses = 0
     var loads = 0
     var leases = 0
+    /// Redis lookups and writes that failed (timed out, refused, skipped with the circuit open).
+    var remoteFailures = 0
 
     /// The counts of `cache` now (the remote tier's 0 when it has none).
     init(_ cache: Cache<String, [UInt8]>) {
@@ -526,6 +528,7 @@ struct FleetCounts: CustomStringConvertible {
         remoteMisses = statistics.remote?.misses ?? 0
         loads = statistics.loads
         leases = statistics.remote?.leasesAcquired ?? 0
+        remoteFailures = statistics.remote?.failures ?? 0
     }
 
     private init() {}
@@ -541,11 +544,12 @@ struct FleetCounts: CustomStringConvertible {
         counts.remoteMisses = after.remoteMisses - before.remoteMisses
         counts.loads = after.loads - before.loads
         counts.leases = after.leases - before.leases
+        counts.remoteFailures = after.remoteFailures - before.remoteFailures
         return counts
     }
 
     var description: String {
         "memory hits \(memoryHits), disk hits \(diskHits), Redis hits \(remoteHits), Redis misses \(remoteMisses), "
-            + "loads \(loads), leases \(leases)"
+            + "loads \(loads), leases \(leases), Redis failures \(remoteFailures)"
     }
 }
