@@ -102,7 +102,8 @@ enum FleetNode {
             directory: URL(fileURLWithPath: directory + "-local"), configuration: localConfiguration)
         defer { local.close() }
         let commands = FleetNodeCommands(
-            node: node, cache: cache, local: local, only: try RESPConnection(port: port), onlyPrefix: namespace + "-only:")
+            node: node, cache: cache, local: local, only: try RESPConnection(port: port),
+            onlyPrefix: namespace + "-only:")
         try writeLine("ready")
         while let line = readLine() {
             if line == "quit" {
@@ -291,7 +292,8 @@ final class FleetNodeCommands: @unchecked Sendable {
                 counts.diskHits == count && counts.memoryHits == 0 && runs == 0 && counts.remoteLookups == 0
                     ? nil : "\(counts.diskHits) disk hits"
             case .redis:
-                counts.remoteHits == count && runs == 0 && counts.diskHits == 0 ? nil : "\(counts.remoteHits) Redis hits"
+                counts.remoteHits == count && runs == 0 && counts.diskHits == 0
+                    ? nil : "\(counts.remoteHits) Redis hits"
             case .loader:
                 runs == count && counts.loads == count && counts.remoteMisses == count && counts.leases == 0
                     ? nil : "\(counts.remoteMisses) Redis misses"

@@ -31,7 +31,8 @@ final class FleetNodeProcess {
             throw FleetFailure("node \(number): \(error)")
         }
         guard line == "ready" else {
-            let failure = self.failure(line.map { "said \(quoted($0)) instead of ready" } ?? "ended before it was ready")
+            let failure = self.failure(
+                line.map { "said \(quoted($0)) instead of ready" } ?? "ended before it was ready")
             stop()
             throw failure
         }

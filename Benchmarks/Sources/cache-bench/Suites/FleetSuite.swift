@@ -57,6 +57,7 @@ struct FleetSuite: Suite {
         }
         let sizes = Sizes(quick: options.quick)
         let rounds = options.repeats()
+        let loadAtStart = Self.loadAverage()
         let server = try RedisServer(executable: executable)
         defer { server.stop() }
         let version = (try? Self.redisVersion(port: server.port)) ?? "?"
@@ -76,7 +77,7 @@ struct FleetSuite: Suite {
 
         // samples[measure][round]: every timed call of the round.
         var samples = [[[UInt64]]](repeating: [], count: FleetMeasure.allCases.count)
-        var zipfServed = (memory: 0, disk: 0, redis: 0, loads: 0, onlyHits: 0, onlyMisses: 0)
+        var zipfServed = FleetZipfShares()
         for round in 0..<rounds {
             var roundSamples = [[UInt64]](repeating: [], count: FleetMeasure.allCases.count)
             for system in roundOrder(count: 2, round: round, seed: options.seed, salt: workloadSalt("fleet")) {
@@ -171,10 +172,11 @@ struct FleetSuite: Suite {
             + "\(try total("applied")), memory tier drops \(try total("drops"))"
         for node in nodes { try node.quit() }
         nodes.removeAll()
+        let load = "\(loadAtStart) at the start, \(Self.loadAverage()) at the end (/proc/loadavg: 1, 5, 15 minutes)"
 
         return report(
             rows: rows, propagation: propagation, stampedes: stampedes, sizes: sizes, rounds: rounds,
-            version: version, counts: counts, zipfServed: zipfServed)
+            version: version, counts: counts, zipfServed: zipfServed, load: load)
     }
 
     /// The row of `measure`: p50 and p99 over every call of every round, ops/s one caller's calls
@@ -240,6 +242,12 @@ struct FleetSuite: Suite {
         return (runs, latencies)
     }
 
+    /// The first three fields of /proc/loadavg: runnable tasks averaged over 1, 5 and 15 minutes.
+    private static func loadAverage() -> String {
+        guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "?" }
+        return text.split(separator: " ").prefix(3).joined(separator: " ")
+    }
+
     /// The server's `redis_version`.
     private static func redisVersion(port: UInt16) throws -> String {
         let connection = try RESPConnection(port: port)
@@ -252,8 +260,7 @@ struct FleetSuite: Suite {
 
     private func report(
         rows: [ResultRow], propagation: [[UInt64]], stampedes: [FleetStampede], sizes: Sizes, rounds: Int,
-        version: String, counts: String,
-        zipfServed: (memory: Int, disk: Int, redis: Int, loads: Int, onlyHits: Int, onlyMisses: Int)
+        version: String, counts: String, zipfServed: FleetZipfShares, load: String
     ) -> SuiteReport {
         let labels = ["node 2", "node 3", "both"]
         let propagationTable = ExtraTable(
@@ -367,6 +374,8 @@ struct FleetSuite: Suite {
                         + "waited on 2 s"
                 ),
                 ("remote tier counts (3 nodes, at the end)", counts),
+                // Four processes share the machine's cores: anything else running shows here.
+                ("load average", load),
             ],
             notes: [
                 "p50/p99: each call timed on its own (CLOCK_MONOTONIC, from the call to its return), over every call "
@@ -453,6 +462,17 @@ enum FleetMeasure: Int, CaseIterable {
         case .onlyZipf: return "only Zipf"
         }
     }
+}
+
+/// Where the Zipf mix's calls were served, over every node and round: LMDBCache's by tier, Redis
+/// only's hits and misses.
+struct FleetZipfShares {
+    var memory = 0
+    var disk = 0
+    var redis = 0
+    var loads = 0
+    var onlyHits = 0
+    var onlyMisses = 0
 }
 
 /// One stampede variant's outcome.
