@@ -172,7 +172,8 @@ struct FleetSuite: Suite {
             + "\(try total("applied")), memory tier drops \(try total("drops"))"
         for node in nodes { try node.quit() }
         nodes.removeAll()
-        let load = "\(loadAtStart) at the start, \(Self.loadAverage()) at the end (/proc/loadavg: 1, 5, 15 minutes; "
+        let load =
+            "\(loadAtStart) at the start, \(Self.loadAverage()) at the end (/proc/loadavg: 1, 5, 15 minutes; "
             + "this suite's own processes count: up to 3 or 4 while a node calls)"
 
         return report(
