@@ -188,9 +188,14 @@ extension Cache {
     /// removed since the load started. Returns the loader's result and whether it was stored.
     func run(_ request: LoadRequest, forKey key: Key) async -> (result: Result<Value, any Error>, stored: Bool) {
         var lease: [UInt8]?
+        // Whether Redis was found without a record for the key: the loaded value then goes there
+        // only if none arrived meanwhile (a record that was there, expired or unusable, is replaced).
+        var remoteWasEmpty = false
         if request.consultsRemote, let remote {
             let bytes = key.cacheKeyBytes
-            if let found = await remoteValue(remote.record(forKey: bytes), forKey: key, request) { return found }
+            let record = await remote.record(forKey: bytes)
+            if let found = remoteValue(record, forKey: key, request) { return found }
+            remoteWasEmpty = record == nil
             if let options = request.lease {
                 switch await remote.lease(forKey: bytes, holdFor: options.holdFor) {
                 case .acquired(let token):
@@ -215,11 +220,14 @@ extension Cache {
         let context = LoadContext(expiresAfter: request.expiresAfter, cost: request.cost)
         do {
             let value = try await request.load.load(context)
+            // After a remote miss, Redis gets the value only if no other machine stored one since:
+            // a newer write made elsewhere is not replaced by this load's older value.
             let stored =
                 context.isCacheable
                 && store(
                     value, forKey: key, cost: context.cost, expiresAfter: context.expiresAfter,
-                    staleFor: request.staleFor, tags: context.tags, fromLoad: true)
+                    staleFor: request.staleFor, tags: context.tags, fromLoad: true,
+                    remoteOnlyIfAbsent: remoteWasEmpty)
             return (.success(value), stored)
         } catch {
             countLoadFailure(error)
@@ -243,13 +251,12 @@ extension Cache {
         }
         let now = disk.configuration.clock.milliseconds
         guard decoded.expires == 0 || decoded.expires > now else { return nil }
-        let expiresAfter = decoded.expires == 0 ? nil : Duration.milliseconds(Int64(clamping: decoded.expires - now))
-        let staleFor =
-            decoded.staleUntil > decoded.expires
-            ? Duration.milliseconds(Int64(clamping: decoded.staleUntil - decoded.expires)) : nil
+        // The record's own lifetime, as the machine that wrote it set it (checked by the decoder:
+        // a stale window ends after a nonzero expiry).
         let stored = store(
-            value, forKey: key, cost: request.cost, expiresAfter: expiresAfter, staleFor: staleFor,
-            tags: Set(decoded.tags.tags), fromLoad: true, toRemote: false)
+            value, forKey: key, cost: request.cost, expiresAfter: nil, staleFor: nil,
+            tags: Set(decoded.tags.tags), fromLoad: true, toRemote: false,
+            lifetime: Lifetime(expires: decoded.expires, staleUntil: decoded.staleUntil))
         return (.success(value), stored)
     }
 

@@ -131,7 +131,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             let remoteFollower = ChangeFollower(
                 feed: store.feed, origin: origin,
                 target: Self.remoteFollowerTarget(
-                    memory, disk: disk, origin: origin, loads: loads, writeLocks: writeLocks, logger: logger),
+                    memory, disk: disk, origin: origin, loads: loads, writeLocks: writeLocks, logger: logger,
+                    dropsDisk: store.dropsDiskTierOnMissedChanges),
                 cacheName: name, logger: logger)
             // The store wakes it when messages arrive; the timer is the backstop.
             remoteFollower.start(interval: configuration.coherence.pollInterval ?? .milliseconds(5))
@@ -217,11 +218,11 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// What the remote tier's follower does: another machine's change removes the entries it
     /// names from both local tiers (the disk removal logged as this cache's, so the other
     /// processes on this directory follow it through the change log), as the memory follower's
-    /// target does for memory; missed changes drop the memory tier only (the disk tier keeps what
-    /// it holds until it expires).
+    /// target does for memory; missed changes drop the memory tier, and the disk tier too when the
+    /// store asks for it (``RemoteStore/dropsDiskTierOnMissedChanges``).
     private static func remoteFollowerTarget(
         _ memory: MemoryCache<Key, Value>, disk: DiskCache, origin: UInt64, loads: LoadCoalescer<Key, Value>,
-        writeLocks: KeyWriteLocks, logger: Logger
+        writeLocks: KeyWriteLocks, logger: Logger, dropsDisk: Bool
     ) -> ChangeFollower.Target {
         let local = followerTarget(memory, loads: loads, writeLocks: writeLocks)
         return ChangeFollower.Target(
@@ -264,7 +265,18 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                 }
                 return count + local.dropAll()
             },
-            missed: local.missed)
+            missed: {
+                guard dropsDisk else { return local.missed() }
+                let count = disk.totalCount
+                do {
+                    try disk.removeAll(origin: origin)
+                } catch {
+                    logger.debug(
+                        "LMDBCache could not drop its disk tier after missed remote changes",
+                        metadata: ["error": .escaped(error)])
+                }
+                return count + local.missed()
+            })
     }
 
     deinit {
@@ -419,7 +431,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     @discardableResult
     func store(
         _ value: Value, forKey key: Key, cost: Int?, expiresAfter: Duration?, staleFor: Duration?,
-        tags tagSet: Set<String> = [], fromLoad: Bool = false, toRemote: Bool = true
+        tags tagSet: Set<String> = [], fromLoad: Bool = false, toRemote: Bool = true,
+        remoteOnlyIfAbsent: Bool = false, lifetime fixedLifetime: Lifetime? = nil
     ) -> Bool {
         guard !isClosed.value else {
             record(CacheError.closed, "insert")
@@ -443,7 +456,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                 stored = true
                 if !fromLoad { loads.supersede(key) }
                 let now = memory.now
-                let lifetime = Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
+                let lifetime = fixedLifetime ?? Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
                 return memory.insertDeferringRemovals(
                     value, forKey: key, cost: cost, expires: lifetime.memoryExpires,
                     servedUntil: lifetime.memoryServedUntil, now: now, tags: tags)
@@ -471,7 +484,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             }
             encodedCount = encoded.count
             let now = disk.configuration.clock.milliseconds
-            let lifetime = Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
+            let lifetime = fixedLifetime ?? Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
             prepared = try disk.prepareWrite(
                 encoded, forKey: bytes, now: now, expires: lifetime.expires, staleUntil: lifetime.staleUntil,
                 tags: tags)
@@ -507,13 +520,15 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             // A value the disk refused is not sent; its key is removed there as here.
             if let remote, toRemote {
                 if diskFailure == nil, let remoteRecord {
-                    remote.write(remoteRecord.bytes, forKey: bytes, keepUntil: remoteRecord.keepUntil, tags: tags.bytes)
+                    remote.write(
+                        remoteRecord.bytes, forKey: bytes, keepUntil: remoteRecord.keepUntil, tags: tags.bytes,
+                        onlyIfAbsent: remoteOnlyIfAbsent)
                 } else {
                     remote.remove(forKey: bytes)
                 }
             }
             let now = memory.now
-            let lifetime = Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
+            let lifetime = fixedLifetime ?? Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
             return memory.insertDeferringRemovals(
                 value, forKey: key, cost: memoryCost, expires: lifetime.memoryExpires,
                 servedUntil: lifetime.memoryServedUntil, now: now, tags: tags)

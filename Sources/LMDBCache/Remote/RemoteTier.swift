@@ -61,8 +61,9 @@ package protocol RemoteStore: Sendable {
 
     /// Queues storing `record` under `key` until `keepUntil` (milliseconds since 1970: the end of
     /// its stale window, else its expiry; 0: no end), indexed under `tags` (stored bytes), then
-    /// publishing the key's change. Returns at once.
-    func write(_ record: [UInt8], forKey key: [UInt8], keepUntil: UInt64, tags: [[UInt8]])
+    /// publishing the key's change. With `onlyIfAbsent` (a loaded value after a remote miss) the
+    /// record is stored, and published, only if the key holds none by then. Returns at once.
+    func write(_ record: [UInt8], forKey key: [UInt8], keepUntil: UInt64, tags: [[UInt8]], onlyIfAbsent: Bool)
 
     /// Queues the removal of `key`, then publishing it.
     func remove(forKey key: [UInt8])
@@ -91,6 +92,10 @@ package protocol RemoteStore: Sendable {
 
     /// The changes other machines published (``ChangeFeed``).
     var feed: any ChangeFeed { get }
+
+    /// Whether missed changes (a lost subscription) drop the disk tier as well as the memory
+    /// tier: entries changed elsewhere meanwhile are then never served from either.
+    var dropsDiskTierOnMissedChanges: Bool { get }
 
     /// The store's counts since it opened.
     var statistics: RemoteStatistics { get }

@@ -100,6 +100,11 @@ final class RedisClusterClient: RedisExecutor {
     }
 
     /// Closes every node's executor; later calls throw `RedisClientError.closed`.
+    /// The pools of the primaries in the topology (learning it first if need be).
+    func everyPrimary() async throws -> [any RedisExecutor] {
+        try await loadedTopology().primaries.compactMap { executor(for: $0) }
+    }
+
     func close() async {
         let (nodes, refresh) = state.withLock { state in
             state.closed = true

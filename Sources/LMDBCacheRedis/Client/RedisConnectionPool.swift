@@ -193,6 +193,8 @@ final class RedisConnectionPool: RedisExecutor {
         }
     }
 
+    func everyPrimary() async throws -> [any RedisExecutor] { [self] }
+
     func close() async {
         let connections = state.withLock { state -> [RedisConnection] in
             state.isClosed = true

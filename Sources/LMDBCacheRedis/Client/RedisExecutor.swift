@@ -11,6 +11,9 @@ protocol RedisExecutor: Sendable {
     /// failure, timeout after `timeout`, connection closed, protocol violation); a failed pipeline
     /// may have been partly executed.
     func execute(_ commands: [RedisCommand], timeout: Duration) async throws -> [RESPValue]
+    /// The executors of every primary, for the commands that must run on each (`SCAN`): a single
+    /// server's pool is its own.
+    func everyPrimary() async throws -> [any RedisExecutor]
     /// Closes every connection; later calls throw ``RedisClientError/closed``.
     func close() async
 }

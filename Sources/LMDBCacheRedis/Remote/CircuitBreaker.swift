@@ -19,21 +19,36 @@ final class CircuitBreaker: Sendable {
     let openDuration: Duration
     private let state = NIOLockedValueBox(State())
     private let logger: Logger
+    /// Told of each change of state: true when the circuit opens, false when it closes.
+    private let onChange: @Sendable (Bool) -> Void
 
-    init(threshold: Int, openDuration: Duration, logger: Logger) {
+    init(threshold: Int, openDuration: Duration, logger: Logger, onChange: @escaping @Sendable (Bool) -> Void = { _ in }) {
         self.threshold = max(1, threshold)
         self.openDuration = openDuration
         self.logger = logger
+        self.onChange = onChange
     }
 
-    /// Whether a call may go to Redis now: true while closed, and for one probe once the open
-    /// period is over.
-    func allows() -> Bool {
+    /// What ``admit()`` decided for one call.
+    enum Admission {
+        /// Go: the circuit is closed.
+        case closed
+        /// Go as the probe of an open circuit: its outcome decides whether it closes.
+        case probe
+        /// Do not call Redis.
+        case refused
+
+        var allowed: Bool { self != .refused }
+    }
+
+    /// Whether a call may go to Redis now: while closed, and as the one probe once the open
+    /// period is over. The call reports its outcome with ``succeeded(_:)`` or ``failed(_:_:)``.
+    func admit() -> Admission {
         state.withLockedValue { state in
-            guard let until = state.openUntil else { return true }
-            guard !state.probing, ContinuousClock.now >= until else { return false }
+            guard let until = state.openUntil else { return .closed }
+            guard !state.probing, ContinuousClock.now >= until else { return .refused }
             state.probing = true
-            return true
+            return .probe
         }
     }
 
@@ -42,33 +57,46 @@ final class CircuitBreaker: Sendable {
         state.withLockedValue { $0.openUntil ?? .now }
     }
 
-    /// A call succeeded: the circuit closes.
-    func succeeded() {
+    /// A call admitted as `admission` succeeded: Redis answers, the circuit closes (whichever
+    /// call it was: one that started before the circuit opened proves it as well as the probe).
+    func succeeded(_ admission: Admission) {
         let closed = state.withLockedValue { state -> Bool in
             state.consecutiveFailures = 0
-            state.probing = false
+            if admission == .probe { state.probing = false }
             guard state.openUntil != nil else { return false }
             state.openUntil = nil
+            state.probing = false
             return true
         }
-        if closed { logger.notice("LMDBCache's Redis tier answers again; circuit closed") }
+        if closed {
+            onChange(false)
+            logger.notice("LMDBCache's Redis tier answers again; circuit closed")
+        }
     }
 
-    /// A call failed: counted; the circuit opens at the threshold, or again after a failed probe.
-    func failed(_ error: any Error) {
+    /// A call admitted as `admission` failed: counted; the circuit opens at the threshold, and
+    /// again for a whole open period when the probe fails. A call that started before the circuit
+    /// opened and fails after changes nothing: only the probe's outcome counts while it is open.
+    func failed(_ admission: Admission, _ error: any Error) {
         let opened = state.withLockedValue { state -> Bool in
-            state.consecutiveFailures += 1
-            let wasProbe = state.probing
-            state.probing = false
-            if wasProbe || (state.openUntil == nil && state.consecutiveFailures >= threshold) {
-                let first = state.openUntil == nil
+            switch admission {
+            case .probe:
+                state.probing = false
                 state.openUntil = .now + openDuration
-                if first { state.openings += 1 }
-                return first
+                return false
+            case .closed:
+                guard state.openUntil == nil else { return false }
+                state.consecutiveFailures += 1
+                guard state.consecutiveFailures >= threshold else { return false }
+                state.openUntil = .now + openDuration
+                state.openings += 1
+                return true
+            case .refused:
+                return false
             }
-            return false
         }
         if opened {
+            onChange(true)
             logger.warning(
                 "LMDBCache's Redis tier is failing; circuit open, local tiers serve alone",
                 metadata: ["error": "\(error)", "failures": "\(threshold)"])

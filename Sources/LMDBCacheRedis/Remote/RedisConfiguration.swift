@@ -55,6 +55,20 @@ public struct RedisConfiguration: Sendable {
     public var failureThreshold: Int
     /// How long the circuit stays open before one probe is let through. Default: 1 s.
     public var openDuration: Duration
+    /// What a cache drops when it may have missed other machines' changes (its subscription was
+    /// lost and made again). Default: ``MissedChanges/dropMemoryTier``.
+    public var missedChanges: MissedChanges = .dropMemoryTier
+
+    /// What a cache drops after missing changes.
+    public enum MissedChanges: Sendable, Hashable {
+        /// The memory tier. Its disk tier may serve entries another machine changed or removed
+        /// meanwhile, until they expire: for data where a short-lived stale read after a Redis
+        /// outage is acceptable, and a cold disk tier after every outage is not.
+        case dropMemoryTier
+        /// Both local tiers: nothing changed elsewhere during the outage is served; the disk tier
+        /// starts cold (its values come back from Redis as they are asked for).
+        case dropBothTiers
+    }
 
     /// A configuration for the server (or cluster seeds) at `endpoints`; every other setting has
     /// its documented default.

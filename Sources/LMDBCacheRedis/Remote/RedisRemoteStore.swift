@@ -22,6 +22,7 @@ final class RedisRemoteStore: RemoteStore {
     private let queue: RedisWriteQueue
     private let changeFeed: RedisChangeFeed
     private let counts = NIOLockedValueBox(RemoteStatistics())
+    private let metrics: RemoteMetrics
     /// The writer task's end, for ``close()`` to wait on.
     private let writerDone = DispatchSemaphore(value: 0)
 
@@ -39,9 +40,13 @@ final class RedisRemoteStore: RemoteStore {
         keys = RedisKeys(namespace: configuration.namespace)
         timeout = configuration.commandTimeout
         origin = context.origin
+        dropsDiskTierOnMissedChanges = configuration.missedChanges == .dropBothTiers
         logger = context.logger
+        let metrics = RemoteMetrics(cacheName: context.cacheName)
+        self.metrics = metrics
         breaker = CircuitBreaker(
-            threshold: configuration.failureThreshold, openDuration: configuration.openDuration, logger: context.logger)
+            threshold: configuration.failureThreshold, openDuration: configuration.openDuration, logger: context.logger,
+            onChange: { isOpen in metrics.circuitOpen.record(isOpen ? 1 : 0) })
         queue = RedisWriteQueue(limit: configuration.writeQueueLimit)
         let feed = RedisChangeFeed()
         changeFeed = feed
@@ -56,6 +61,8 @@ final class RedisRemoteStore: RemoteStore {
 
     var feed: any ChangeFeed { changeFeed }
 
+    let dropsDiskTierOnMissedChanges: Bool
+
     var statistics: RemoteStatistics {
         var statistics = counts.withLockedValue { $0 }
         statistics.writesDropped = queue.dropped
@@ -67,18 +74,27 @@ final class RedisRemoteStore: RemoteStore {
     // MARK: Lookups
 
     func record(forKey key: [UInt8]) async -> [UInt8]? {
+        // A removal or write made here and not sent yet: Redis may still hold what it replaced
+        // (read back, it would undo this cache's own change here). The loader runs instead.
+        if queue.mayHideUnsentChange(forKey: key) {
+            count { $0.misses += 1 }
+            return nil
+        }
         let valueKey = keys.value(key)
         guard let reply = await run([RedisCommand("GET", valueKey, key: valueKey)])?.first else { return nil }
         switch reply {
         case .bulkString(let bytes?):
             count { $0.hits += 1 }
+            metrics.hits.increment()
             return bytes
         case .bulkString(nil), .null:
             count { $0.misses += 1 }
+            metrics.misses.increment()
             return nil
         default:
             // WRONGTYPE and the like: something else wrote the key. A miss, and a failure.
             count { $0.failures += 1 }
+            metrics.lookupFailures.increment()
             return nil
         }
     }
@@ -112,6 +128,8 @@ final class RedisRemoteStore: RemoteStore {
         let leaseKey = keys.lease(key)
         var pause = Duration.milliseconds(2)
         while clock.now < deadline {
+            // As in record(forKey:): a change made here since may not be in Redis yet.
+            if queue.mayHideUnsentChange(forKey: key) { return nil }
             if let replies = await run([
                 RedisCommand("GET", valueKey, key: valueKey), RedisCommand("EXISTS", leaseKey, key: leaseKey),
             ]), replies.count == 2 {
@@ -137,8 +155,8 @@ final class RedisRemoteStore: RemoteStore {
 
     // MARK: Writes
 
-    func write(_ record: [UInt8], forKey key: [UInt8], keepUntil: UInt64, tags: [[UInt8]]) {
-        queue.push(.set(key: key, record: record, keepUntil: keepUntil, tags: tags))
+    func write(_ record: [UInt8], forKey key: [UInt8], keepUntil: UInt64, tags: [[UInt8]], onlyIfAbsent: Bool) {
+        queue.push(.set(key: key, record: record, keepUntil: keepUntil, tags: tags, onlyIfAbsent: onlyIfAbsent))
     }
 
     func remove(forKey key: [UInt8]) {
@@ -176,6 +194,7 @@ final class RedisRemoteStore: RemoteStore {
                 let segment = Array(batch[start..<end])
                 start = end
                 await send(segment)
+                queue.finished(segment)
             }
         }
     }
@@ -184,18 +203,21 @@ final class RedisRemoteStore: RemoteStore {
     /// up (counted as dropped) once the store is closing and Redis does not answer.
     private func send(_ writes: [RedisWrite]) async {
         while true {
-            if breaker.allows() {
+            let admission = breaker.admit()
+            if admission.allowed {
                 do {
                     let published = try await perform(writes)
-                    breaker.succeeded()
+                    breaker.succeeded(admission)
                     count {
                         $0.writes += writes.count
                         $0.changesPublished += published
                     }
+                    metrics.writesSent.increment(by: Int64(writes.count))
                     return
                 } catch {
-                    breaker.failed(error)
+                    breaker.failed(admission, error)
                     count { $0.failures += 1 }
+                    metrics.writesFailed.increment(by: Int64(writes.count))
                     logger.debug("LMDBCache could not send writes to Redis", metadata: ["error": "\(error)"])
                 }
             }
@@ -219,21 +241,37 @@ final class RedisRemoteStore: RemoteStore {
         let now = CacheChange.wallClockNow()
         for write in writes {
             switch write {
-            case .set(let key, let record, let keepUntil, let tags):
+            case .set(let key, let record, let keepUntil, let tags, let onlyIfAbsent):
                 let valueKey = keys.value(key)
-                if keepUntil != 0 && keepUntil <= now {
-                    commands.append(RedisCommand("DEL", valueKey, key: valueKey))
-                } else if keepUntil == 0 {
-                    commands.append(RedisCommand("SET", valueKey, record, key: valueKey))
-                } else {
+                let expired = keepUntil != 0 && keepUntil <= now
+                if expired && onlyIfAbsent { continue }
+                let change = CacheChange(kind: .key, origin: origin, time: now, subject: key).encoded
+                if onlyIfAbsent {
                     commands.append(
-                        RedisCommand("SET", valueKey, record, Array("PXAT".utf8), Array("\(keepUntil)".utf8), key: valueKey))
+                        RedisCommand(
+                            "EVAL", Self.setIfAbsentScript, Array("1".utf8), valueKey, record,
+                            Array("\(keepUntil)".utf8), keys.channel, change, key: valueKey))
+                } else {
+                    if expired {
+                        commands.append(RedisCommand("DEL", valueKey, key: valueKey))
+                    } else if keepUntil == 0 {
+                        commands.append(RedisCommand("SET", valueKey, record, key: valueKey))
+                    } else {
+                        commands.append(
+                            RedisCommand(
+                                "SET", valueKey, record, Array("PXAT".utf8), Array("\(keepUntil)".utf8), key: valueKey))
+                    }
+                    commands.append(RedisCommand("PUBLISH", keys.channel, change))
                 }
-                for tag in tags {
+                // After the value: a tag removal racing this write either finds the key in the
+                // set (and removes it) or leaves it in the set for the next one.
+                for tag in tags where !expired {
                     let tagKey = keys.tag(tag)
-                    commands.append(RedisCommand("SADD", tagKey, key, key: tagKey))
+                    commands.append(
+                        RedisCommand(
+                            "EVAL", Self.tagScript, Array("1".utf8), tagKey, key, Array("\(keepUntil)".utf8),
+                            key: tagKey))
                 }
-                commands.append(publish(.key, key, now))
                 published += 1
             case .remove(let key):
                 let valueKey = keys.value(key)
@@ -249,22 +287,7 @@ final class RedisRemoteStore: RemoteStore {
                     RedisCommand(
                         "EVAL", Self.releaseScript, Array("1".utf8), leaseKey, token, key: leaseKey))
             case .removeTag(let tag):
-                let tagKey = keys.tag(tag)
-                let members = try await execute([RedisCommand("SMEMBERS", tagKey, key: tagKey)])
-                var keysToRemove: [[UInt8]] = []
-                switch members.first {
-                case .array(let values?), .set(let values):
-                    for case .bulkString(let member?) in values { keysToRemove.append(member) }
-                default: break
-                }
-                for member in keysToRemove {
-                    let valueKey = keys.value(member)
-                    commands.append(RedisCommand("DEL", valueKey, key: valueKey))
-                }
-                // Only the members read: a key tagged since is kept in the set.
-                if !keysToRemove.isEmpty {
-                    commands.append(RedisCommand([Array("SREM".utf8), tagKey] + keysToRemove, key: tagKey))
-                }
+                try await removeTagged(tag)
                 commands.append(publish(.tag, tag, now))
                 published += 1
             case .removeAll:
@@ -282,23 +305,58 @@ final class RedisRemoteStore: RemoteStore {
         return published
     }
 
-    /// Deletes every key of the namespace (SCAN, then DEL in pipelines).
-    private func removeNamespace() async throws {
+    /// Deletes the entries in `tag`'s set and removes them from it, a page at a time (SSCAN), so
+    /// no reply or pipeline grows with the set: a set of any size is removed within bounded
+    /// replies, each exchange under the command timeout. Members added meanwhile may be removed
+    /// too (an extra miss, never a stale value).
+    private func removeTagged(_ tag: [UInt8]) async throws {
+        let tagKey = keys.tag(tag)
         var cursor: [UInt8] = Array("0".utf8)
-        let pattern = Self.globEscaped(keys.namespace) + Array(":*".utf8)
         repeat {
             let replies = try await execute([
-                RedisCommand("SCAN", cursor, Array("MATCH".utf8), pattern, Array("COUNT".utf8), Array("1000".utf8))
+                RedisCommand("SSCAN", tagKey, cursor, Array("COUNT".utf8), Array("1000".utf8), key: tagKey)
             ])
             guard case .array(let parts?)? = replies.first, parts.count == 2,
-                case .bulkString(let next?) = parts[0], case .array(let found?) = parts[1]
-            else { throw RedisClientError.protocolViolation("unexpected SCAN reply") }
-            cursor = next
-            let names = found.compactMap { value -> [UInt8]? in
-                if case .bulkString(let name?) = value { return name } else { return nil }
+                case .bulkString(let next?) = parts[0]
+            else { throw RedisClientError.protocolViolation("unexpected SSCAN reply") }
+            var members: [[UInt8]] = []
+            switch parts[1] {
+            case .array(let values?), .set(let values):
+                for case .bulkString(let member?) in values { members.append(member) }
+            default:
+                throw RedisClientError.protocolViolation("unexpected SSCAN reply")
             }
-            if !names.isEmpty { _ = try await execute(names.map { RedisCommand("DEL", $0, key: $0) }) }
+            cursor = next
+            guard !members.isEmpty else { continue }
+            var commands = members.map { member -> RedisCommand in
+                let valueKey = keys.value(member)
+                return RedisCommand("DEL", valueKey, key: valueKey)
+            }
+            commands.append(RedisCommand([Array("SREM".utf8), tagKey] + members, key: tagKey))
+            _ = try await execute(commands)
         } while cursor != Array("0".utf8)
+    }
+
+    /// Deletes every key of the namespace: `SCAN` on each primary, then `DEL` in pipelines. A
+    /// primary that does not answer fails the removal (the writer retries it).
+    private func removeNamespace() async throws {
+        let pattern = Self.globEscaped(keys.namespace) + Array(":*".utf8)
+        for node in try await executor.everyPrimary() {
+            var cursor: [UInt8] = Array("0".utf8)
+            repeat {
+                let replies = try await node.execute(
+                    [RedisCommand("SCAN", cursor, Array("MATCH".utf8), pattern, Array("COUNT".utf8), Array("1000".utf8))],
+                    timeout: timeout)
+                guard replies.count == 1, case .array(let parts?) = replies[0], parts.count == 2,
+                    case .bulkString(let next?) = parts[0], case .array(let found?) = parts[1]
+                else { throw RedisClientError.protocolViolation("unexpected SCAN reply") }
+                cursor = next
+                let names = found.compactMap { value -> [UInt8]? in
+                    if case .bulkString(let name?) = value { return name } else { return nil }
+                }
+                if !names.isEmpty { _ = try await execute(names.map { RedisCommand("DEL", $0, key: $0) }) }
+            } while cursor != Array("0".utf8)
+        }
     }
 
     /// `bytes` with the glob pattern's special characters escaped.
@@ -315,6 +373,42 @@ final class RedisRemoteStore: RemoteStore {
         return escaped
     }
 
+    /// Adds a key (ARGV[1]) to a tag's set (KEYS[1]) and keeps the set as long as its longest-lived
+    /// member: no expiry for a member kept forever (ARGV[2] = 0), else at least until ARGV[2]
+    /// (ms since 1970). So sets of tags whose entries all expired go too. Needs Redis 7.0
+    /// (`PEXPIRETIME`).
+    private static let tagScript = Array(
+        """
+        local added = redis.call('SADD', KEYS[1], ARGV[1])
+        local keep = tonumber(ARGV[2])
+        if keep == 0 then
+          redis.call('PERSIST', KEYS[1])
+        else
+          local expiry = redis.call('PEXPIRETIME', KEYS[1])
+          if (expiry == -1 and redis.call('SCARD', KEYS[1]) == 1) or (expiry >= 0 and expiry < keep) then
+            redis.call('PEXPIREAT', KEYS[1], keep)
+          end
+        end
+        return added
+        """.utf8)
+
+    /// Stores a record (ARGV[1]) under KEYS[1] until ARGV[2] (0: no end) only if the key holds
+    /// none, and then publishes the change (ARGV[4]) on the channel (ARGV[3]).
+    private static let setIfAbsentScript = Array(
+        """
+        local stored
+        if ARGV[2] == '0' then
+          stored = redis.call('SET', KEYS[1], ARGV[1], 'NX')
+        else
+          stored = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PXAT', ARGV[2])
+        end
+        if stored then
+          redis.call('PUBLISH', ARGV[3], ARGV[4])
+          return 1
+        end
+        return 0
+        """.utf8)
+
     /// Deletes the lease key only while it still holds the caller's token.
     private static let releaseScript = Array(
         "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end".utf8)
@@ -328,17 +422,20 @@ final class RedisRemoteStore: RemoteStore {
 
     /// Runs `commands` under the breaker and the timeout; nil when refused or failed (counted).
     private func run(_ commands: [RedisCommand]) async -> [RESPValue]? {
-        guard breaker.allows() else {
+        let admission = breaker.admit()
+        guard admission.allowed else {
             count { $0.failures += 1 }
+            metrics.lookupFailures.increment()
             return nil
         }
         do {
             let replies = try await execute(commands)
-            breaker.succeeded()
+            breaker.succeeded(admission)
             return replies
         } catch {
-            breaker.failed(error)
+            breaker.failed(admission, error)
             count { $0.failures += 1 }
+            metrics.lookupFailures.increment()
             logger.debug("LMDBCache's Redis lookup failed", metadata: ["error": "\(error)"])
             return nil
         }

@@ -7,7 +7,8 @@ import NIOCore
 /// pipelines, so Redis applies them in that order).
 enum RedisWrite: Sendable, Equatable {
     /// Store a record until `keepUntil` (ms since 1970; 0: no end), indexed under `tags`; publish.
-    case set(key: [UInt8], record: [UInt8], keepUntil: UInt64, tags: [[UInt8]])
+    /// With `onlyIfAbsent`, only when the key holds no record (and then publish).
+    case set(key: [UInt8], record: [UInt8], keepUntil: UInt64, tags: [[UInt8]], onlyIfAbsent: Bool)
     /// Remove a key; publish.
     case remove(key: [UInt8])
     /// Remove a damaged record; nothing to publish.
@@ -40,6 +41,23 @@ final class RedisWriteQueue: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
         var closed = false
         var dropped = 0
+        /// Keys with a write or removal queued or being sent, and how many.
+        var unsentKeys: [[UInt8]: Int] = [:]
+        /// Tag removals and removals of everything queued or being sent.
+        var unsentBroadRemovals = 0
+
+        /// Counts `write` as unsent (`by` 1) or no longer (`by` -1).
+        mutating func track(_ write: RedisWrite, by delta: Int) {
+            switch write {
+            case .set(let key, _, _, _, _), .remove(let key):
+                let count = unsentKeys[key, default: 0] + delta
+                unsentKeys[key] = count > 0 ? count : nil
+            case .removeTag, .removeAll:
+                unsentBroadRemovals = max(0, unsentBroadRemovals + delta)
+            case .discard, .release:
+                break
+            }
+        }
     }
 
     let limit: Int
@@ -57,8 +75,9 @@ final class RedisWriteQueue: Sendable {
                 return nil
             }
             state.writes.append(write)
+            state.track(write, by: 1)
             if state.writes.count > limit {
-                state.writes.removeFirst()
+                state.track(state.writes.removeFirst(), by: -1)
                 state.dropped += 1
             }
             defer { state.waiter = nil }
@@ -89,6 +108,22 @@ final class RedisWriteQueue: Sendable {
                 if ready { continuation.resume() }
             }
         }
+    }
+
+    /// The consumer is done with `writes` (sent, or given up on): they no longer hide Redis's
+    /// values from lookups (``mayHideUnsentChange(forKey:)``).
+    func finished(_ writes: [RedisWrite]) {
+        state.withLockedValue { state in
+            for write in writes { state.track(write, by: -1) }
+        }
+    }
+
+    /// Whether a change this cache made to `key` may not have reached Redis yet: a write or
+    /// removal of the key, or a tag removal or removal of everything, is queued or being sent.
+    /// Redis's value for `key` may then be one this cache already replaced or removed, and must
+    /// not be read back.
+    func mayHideUnsentChange(forKey key: [UInt8]) -> Bool {
+        state.withLockedValue { $0.unsentBroadRemovals > 0 || $0.unsentKeys[key] != nil }
     }
 
     /// Counts writes the consumer gave up on (the cache closed while Redis was unreachable).

@@ -12,7 +12,7 @@ import Testing
 struct RemoteTierTests {
     /// A cache on a directory of its own with the Redis tier on `server`.
     static func machine(
-        _ server: RedisServer, namespace: String = "t", timeout: Duration = .milliseconds(500),
+        _ server: RedisServer, namespace: String = "t", timeout: Duration = .seconds(5),
         threshold: Int = 5, freshness: Freshness = Freshness()
     ) throws -> (Cache<String, String>, TemporaryDirectory) {
         let directory = TemporaryDirectory()
@@ -54,6 +54,9 @@ struct RemoteTierTests {
         }
         one.insert("v1", forKey: "k", expiresAfter: .seconds(600))
         #expect(await Self.wait(one) { $0.writes >= 1 })
+        // Machine two has heard of the write: a load under way when it hears of a change stores
+        // nothing (it cannot tell whether it read before or after), and this test wants the store.
+        #expect(await Self.wait(two) { $0.changesReceived >= 1 })
         let loader = CountingLoader()
         #expect(try await two.value(forKey: "k", load: loader.load("loaded")) == "v1")
         #expect(loader.runs.load(ordering: .relaxed) == 0)
@@ -81,6 +84,7 @@ struct RemoteTierTests {
         one.insert("b1", forKey: "b", tags: ["t"])
         one.insert("c1", forKey: "c")
         #expect(await Self.wait(one) { $0.writes >= 3 })
+        #expect(await Self.wait(two) { $0.changesReceived >= 3 })
         let loader = CountingLoader()
         for key in ["a", "b", "c"] { _ = try await two.value(forKey: key, load: loader.load("x")) }
         #expect(two.value(forKey: "a") == "a1")
@@ -118,7 +122,8 @@ struct RemoteTierTests {
         #expect(one.statistics.remote?.damagedRecords == 1)
         // Another key's record copied under this key: its key check fails.
         one.insert("other", forKey: "other")
-        #expect(await Self.wait(one) { $0.writes >= 2 })
+        // The discard, the loaded value, and "other".
+        #expect(await Self.wait(one) { $0.writes >= 3 })
         _ = try server.cli(["COPY", "t:v:other", "t:v:k2"])
         #expect(try await one.value(forKey: "k2", load: loader.load("mine")) == "mine")
         #expect(one.statistics.remote?.damagedRecords == 2)
@@ -152,8 +157,8 @@ struct RemoteTierTests {
         }
         #expect(values == ["loaded", "loaded", "loaded"])
         #expect(runs.runs.load(ordering: .relaxed) == 1)
-        let statistics = caches.map { $0.statistics.remote ?? RemoteStatistics() }
-        #expect(statistics.map(\.leasesAcquired).reduce(0, +) == 1)
+        // (Another machine may take the lease after the holder let go, find the value and let go:
+        // leases taken may be more than one; loads are one.)
         for cache in caches { cache.close() }
         for machine in machines { machine.1.remove() }
     }

@@ -30,7 +30,10 @@ final class FleetNode {
     init(_ name: String, port: Int, options: [String] = []) throws {
         self.name = name
         directory = TemporaryDirectory(name)
-        process = try HelperProcess(["node", directory.path, "\(port)"] + options, input: true)
+        // A generous command timeout unless the test sets one: on a loaded machine a lookup that
+        // times out is a miss, which would fail tests about hits.
+        let timeout = options.contains { $0.hasPrefix("timeout=") } ? [] : ["timeout=5000"]
+        process = try HelperProcess(["node", directory.path, "\(port)"] + timeout + options, input: true)
         let first = process.readLine()
         guard first == "ready" else {
             process.kill()

@@ -3,6 +3,7 @@ import Foundation
 
 #if canImport(Glibc)
 import Glibc
+import Synchronization
 #endif
 
 /// Blocking IPv4 loopback sockets for the test fixtures (the proxy, free ports), on plain POSIX
@@ -45,9 +46,20 @@ enum LoopbackSocket {
     static func freePorts(_ count: Int) throws -> [Int] {
         var held: [(descriptor: Int32, port: Int)] = []
         defer { for socket in held { close(socket.descriptor) } }
-        for _ in 0..<count { held.append(try listen()) }
-        return held.map(\.port)
+        var ports: [Int] = []
+        // The kernel may hand a port out again once its socket is closed; tests running in
+        // parallel would then start two servers on one port (the second one's PING answered by
+        // the first). Each port is handed out once per test process.
+        while ports.count < count {
+            let socket = try listen()
+            held.append(socket)
+            if handedOut.withLock({ $0.insert(socket.port).inserted }) { ports.append(socket.port) }
+        }
+        return ports
     }
+
+    /// Every port ``freePorts(_:)`` handed out in this process.
+    private static let handedOut = Mutex<Set<Int>>([])
 
     /// A socket connected to 127.0.0.1:`port`.
     static func connect(port: Int) throws -> Int32 {

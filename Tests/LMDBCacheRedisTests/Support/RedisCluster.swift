@@ -30,9 +30,9 @@ final class RedisCluster: Sendable {
     /// The six nodes, in creation order.
     let nodes: [Node]
     let directory: URL
-    private let processes: Mutex<[Int: Process]>  // by port, the nodes still running
+    private let processes: Mutex<[Int: Subprocess]>  // by port, the nodes still running
 
-    private init(nodes: [Node], directory: URL, processes: sending [Int: Process]) {
+    private init(nodes: [Node], directory: URL, processes: sending [Int: Subprocess]) {
         self.nodes = nodes
         self.directory = directory
         self.processes = Mutex(processes)
@@ -48,17 +48,14 @@ final class RedisCluster: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let ports = try LoopbackSocket.freePorts(12)
         let nodes = (0..<6).map { Node(port: ports[$0], busPort: ports[$0 + 6]) }
-        var processes: [Int: Process] = [:]
+        var processes: [Int: Subprocess] = [:]
         for node in nodes {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-            process.arguments = [
+            let process = try Subprocess.start("/usr/bin/redis-server", [
                 "--port", "\(node.port)", "--cluster-port", "\(node.busPort)", "--cluster-enabled", "yes",
                 "--cluster-config-file", directory.appendingPathComponent("nodes-\(node.port).conf").path,
                 "--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
                 "--dir", directory.path, "--logfile", directory.appendingPathComponent("redis-\(node.port).log").path,
-            ]
-            try process.run()
+            ])
             processes[node.port] = process
         }
         let cluster = RedisCluster(nodes: nodes, directory: directory, processes: processes)
@@ -131,8 +128,8 @@ final class RedisCluster: Sendable {
     func killProcess(_ port: Int) throws {
         let killed = processes.withLock { processes -> Bool in
             guard let process = processes.removeValue(forKey: port) else { return false }
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.signal(SIGKILL)
+            process.wait()
             return true
         }
         guard killed else { throw Failure(description: "no node running on \(port)") }
@@ -141,8 +138,8 @@ final class RedisCluster: Sendable {
     /// Kills every node and deletes the directory.
     func stop() {
         processes.withLock { processes in
-            for process in processes.values { Glibc.kill(process.processIdentifier, SIGKILL) }
-            for process in processes.values { process.waitUntilExit() }
+            for process in processes.values { process.signal(SIGKILL) }
+            for process in processes.values { process.wait() }
             processes = [:]
         }
         try? FileManager.default.removeItem(at: directory)
@@ -211,16 +208,7 @@ final class RedisCluster: Sendable {
 
     /// Runs redis-cli with `arguments`: its exit status and its standard output and error.
     private func redisCLI(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        try Subprocess.run("/usr/bin/redis-cli", arguments)
     }
 }
 #endif

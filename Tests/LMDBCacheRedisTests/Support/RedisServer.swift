@@ -39,7 +39,7 @@ final class RedisServer: Sendable {
     let tlsFiles: TLSFiles?
     /// The server's working directory (its log is `redis.log` there).
     let directory: URL
-    private let process: Mutex<Process?>
+    private let process: Mutex<Subprocess?>
 
     /// Where the client reaches the server.
     var endpoint: RedisEndpoint { RedisEndpoint(host: "127.0.0.1", port: port) }
@@ -54,7 +54,7 @@ final class RedisServer: Sendable {
         precondition(username == nil || password != nil, "an ACL user needs a password")
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-server-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = try Self.freePort()
+        port = try LoopbackSocket.freePorts(1)[0]
         self.password = password
         self.username = username
         tlsFiles = tls ? try Self.makeCertificates(in: directory) : nil
@@ -72,8 +72,6 @@ final class RedisServer: Sendable {
 
     /// Starts the process (again) on the same port and waits until it answers `PING`.
     private func start() async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
         var arguments = [
             "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory.path,
             "--logfile", directory.appendingPathComponent("redis.log").path,
@@ -88,13 +86,17 @@ final class RedisServer: Sendable {
             arguments += ["--port", "\(port)"]
         }
         if let password { arguments += ["--requirepass", password] }
-        process.arguments = arguments
-        try process.run()
+        let process = try Subprocess.start("/usr/bin/redis-server", arguments)
         self.process.withLock { $0 = process }
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
             guard process.isRunning else { throw Failure(description: "redis-server exited: \(log())") }
-            if (try? cli(["PING"]))?.contains("PONG") == true { return }
+            // Answered by this server, not another test's on the same port.
+            if let info = try? cli(["INFO", "server"]),
+                info.contains("process_id:\(process.pid)\r") || info.contains("process_id:\(process.pid)\n")
+            {
+                return
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw Failure(description: "redis-server did not answer PING within 20 s: \(log())")
@@ -103,8 +105,8 @@ final class RedisServer: Sendable {
     /// Kills the server with SIGKILL and waits until it has exited.
     func kill() {
         guard let process = process.withLock({ $0 }) else { return }
-        if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.signal(SIGKILL)
+        process.wait()
     }
 
     /// Starts the server again on the same port (killing it first if it runs), with no data.
@@ -115,16 +117,12 @@ final class RedisServer: Sendable {
 
     /// Stops the server (SIGSTOP): connections stay open and nothing is answered.
     func pause() {
-        if let process = process.withLock({ $0 }), process.isRunning {
-            _ = Glibc.kill(process.processIdentifier, SIGSTOP)
-        }
+        process.withLock { $0 }?.signal(SIGSTOP)
     }
 
     /// Lets a paused server run again (SIGCONT).
     func resume() {
-        if let process = process.withLock({ $0 }), process.isRunning {
-            _ = Glibc.kill(process.processIdentifier, SIGCONT)
-        }
+        process.withLock { $0 }?.signal(SIGCONT)
     }
 
     /// Kills the server and removes its directory.
@@ -149,24 +147,6 @@ final class RedisServer: Sendable {
     }
 
     /// A port free on 127.0.0.1 now: bound to port 0, read, closed.
-    private static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                guard bind(socket, raw, length) == 0 else { return false }
-                return getsockname(socket, raw, &length) == 0
-            }
-        }
-        guard bound else { throw Failure(description: "bind: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 
     /// A CA, a server certificate it signs (for `localhost` and 127.0.0.1), and a second CA.
     private static func makeCertificates(in directory: URL) throws -> TLSFiles {
@@ -202,23 +182,11 @@ final class RedisServer: Sendable {
     /// Runs a program to its end; its standard output, or a failure with its error output.
     @discardableResult
     private static func run(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(
-                description: "\(executable) \(arguments.joined(separator: " ")) failed: "
-                    + String(decoding: errorData, as: UTF8.self))
+        let (status, output) = try Subprocess.run(executable, arguments)
+        guard status == 0 else {
+            throw Failure(description: "\(executable) \(arguments.joined(separator: " ")) failed: \(output)")
         }
-        return String(decoding: outputData, as: UTF8.self)
+        return output
     }
 }
 #endif
