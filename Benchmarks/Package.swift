@@ -7,7 +7,8 @@ let package = Package(
     name: "LMDBCacheBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "LMDBCache", path: ".."),
+        // The Redis trait builds LMDBCacheRedis, the remote tier the fleet suite runs its nodes with.
+        .package(name: "LMDBCache", path: "..", traits: ["Redis"]),
         // Naming the trait replaces the package's default traits, which on Linux with Swift 6.3
         // would also pull in its ARC runtime interposer.
         .package(url: "https://github.com/ordo-one/benchmark.git", exact: "1.38.1", traits: ["MallocInterposer"]),
@@ -61,6 +62,7 @@ let package = Package(
             dependencies: [
                 "BenchmarkData", "RawLMDB", "CSQLite", "CRocksDB", "CBenchZlib",
                 .product(name: "LMDBCache", package: "LMDBCache"),
+                .product(name: "LMDBCacheRedis", package: "LMDBCache"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             path: "Sources/cache-bench"

@@ -22,7 +22,7 @@ struct Options: Sendable {
     /// Traces to replay instead of the bundled ones, in order (each `--trace` with the
     /// `--trace-format` and `--sizes` after it); empty: every bundled trace.
     var traces: [TraceRequest] = []
-    /// Where the disk, tiered and coherence suites create their stores (removed at the end).
+    /// Where the disk, tiered, coherence and fleet suites create their stores (removed at the end).
     var scratchDirectory = FileManager.default.temporaryDirectory.path
     /// Draws each round's order of systems (`--seed`; by default a new one each run, printed).
     var seed = UInt64.random(in: 0...UInt64.max)
@@ -55,7 +55,7 @@ struct SuiteReport: Sendable {
 /// One system's result on one workload: a row of the table and an element of the JSON
 /// `results` array. The first ten fields are the JSON schema the issue fixes; the rest are extras.
 struct ResultRow: Codable, Sendable {
-    /// `memory`, `disk`, `tiered` or `hitrate`.
+    /// `memory`, `disk`, `tiered`, `hitrate`, `coherence` or `fleet`.
     var suite: String
     /// `LMDBCache` or a peer's name, exactly as Performance.md (LMDBCache.docc) lists them.
     var system: String
@@ -128,6 +128,12 @@ struct ResultRow: Codable, Sendable {
     var staleServedOnError: Int?
     var staleServedOnTimeout: Int?
     var loadTimeouts: Int?
+    /// Fleet suite: Redis as the only cache's p50 (p99) on the same workload over this row's (above
+    /// 1: faster than Redis alone).
+    var p50VsRedisOnly: Double?
+    var p99VsRedisOnly: Double?
+    /// Fleet suite's stampede rows: loader runs per cold key, summed over the nodes.
+    var loadsPerKey: Double?
 
     /// Whether this is the row others are compared with: LMDBCache in its default configuration.
     var isReference: Bool { system == "LMDBCache" && variant == nil }

@@ -14,8 +14,15 @@ if CommandLine.arguments.dropFirst().first == CoherenceReader.flag {
     CoherenceReader.main(CommandLine.arguments.dropFirst(2))
 }
 
+// A node process of the fleet suite (FleetNode.swift): a cache with the Redis tier, driven by line commands.
+if CommandLine.arguments.dropFirst().first == FleetNode.flag {
+    FleetNode.main(CommandLine.arguments.dropFirst(2))
+}
+
 /// Every suite, in the order `all` runs them.
-let allSuites: [any Suite] = [MemorySuite(), DiskSuite(), TieredSuite(), HitRateSuite(), CoherenceSuite()]
+let allSuites: [any Suite] = [
+    MemorySuite(), DiskSuite(), TieredSuite(), HitRateSuite(), CoherenceSuite(), FleetSuite(),
+]
 
 let usage = """
     usage: cache-bench [--suite NAME] [--quick] [--json PATH] [--report DIR]
@@ -36,7 +43,7 @@ let usage = """
       --sizes N,N,...       applies to the --trace before it: capacities, entries for arc, bytes for
                             oracle (K, M, G suffixes are binary: 128M is 128 MiB); default: the sizes
                             with published figures (OLTP, cloudPhysicsIO)
-      --dir PATH            where the disk, tiered and coherence suites create their stores
+      --dir PATH            where the disk, tiered, coherence and fleet suites create their stores
                             (default: temp dir)
       --seed N              the seed of each round's order of systems (default: a new one, printed)
       --workloads W,W,...   disk: only these workloads ("get", "set", "get cold", "YCSB-A 50/50",

@@ -82,6 +82,18 @@ func chart(for report: SuiteReport) -> BarChart {
             .joined(separator: ", ")
         return BarChart(
             title: "Tiered: hit ratio per tier", subtitle: "throughput: \(throughput)", groups: groups, scale: .shared)
+    case "fleet":
+        for row in report.rows {
+            let p99 = formatNanoseconds(row.p99Nanoseconds)
+            groups[group(row.workload)].bars.append(
+                .init(
+                    series: row.label, value: row.p50Nanoseconds,
+                    text: "p50 \(formatNanoseconds(row.p50Nanoseconds)), p99 \(p99)"))
+        }
+        return BarChart(
+            title: "fleet: get-or-load latency (p50)",
+            subtitle: "three nodes and Redis on loopback; shorter is faster; each workload scaled to its slowest",
+            groups: groups, scale: .perGroup)
     default:
         for row in report.rows {
             let value = formatValue(row)

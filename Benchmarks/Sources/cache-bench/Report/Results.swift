@@ -86,6 +86,9 @@ struct ResultTable {
                 "p99",
             ]
             rightAligned = [1, 3, 4, 5, 6, 7, 8, 9]
+        case "fleet":
+            header = ["workload", "system", "calls", "p50", "p99", "vs Redis only: p50", "p99"]
+            rightAligned = [2, 3, 4, 5, 6]
         case "disk":
             header = [
                 "workload", "value", "threads", "system", "durable", "ops/s", "min-max", "p50", "p99", "vs LMDBCache",
@@ -108,6 +111,12 @@ struct ResultTable {
                 rows.append([
                     row.workload, formatCapacity(row.capacity ?? 0, bytes: row.capacityUnit == "bytes"), row.label,
                     formatPercent(row.hitRatio), formatPercent(row.referenceHitRatio), ratio,
+                ])
+            case "fleet":
+                rows.append([
+                    row.workload, row.label, "\(row.calls ?? 0)", formatNanoseconds(row.p50Nanoseconds),
+                    formatNanoseconds(row.p99Nanoseconds), formatTimes(row.p50VsRedisOnly),
+                    formatTimes(row.p99VsRedisOnly),
                 ])
             case "tiered":
                 rows.append([
@@ -133,6 +142,11 @@ struct ResultTable {
 
     /// A GitHub-flavoured Markdown table.
     var markdown: String { markdownTable(header: header, rightAligned: rightAligned, rows: rows) }
+}
+
+/// A ratio with two decimals and an x (`12.40x`), or empty.
+func formatTimes(_ value: Double?) -> String {
+    value.map { format($0, decimals: 2) + "x" } ?? ""
 }
 
 /// A row's ratio to LMDBCache: `0.84x`, with the per-round range when there is one
