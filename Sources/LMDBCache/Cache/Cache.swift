@@ -228,11 +228,15 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         return ChangeFollower.Target(
             dropKey: { bytes in
                 guard let key = Key(cacheKeyBytes: bytes) else { return false }
-                let onDisk = (try? disk.containsData(forKey: bytes)) == true
+                var onDisk = false
                 let (value, removed, report) = writeLocks.withLock(for: key) {
                     loads.supersede(key)
+                    // Most changes elsewhere name keys this machine does not hold: no disk write
+                    // (and no change-log entry) for those.
+                    // (A value kept past its expiry for staleIfError counts: it must go too.)
+                    onDisk = (try? disk.entry(forKey: bytes, includingStale: true)) != nil
                     do {
-                        try disk.removeData(forKey: bytes, origin: origin)
+                        if onDisk { try disk.removeData(forKey: bytes, origin: origin) }
                     } catch {
                         logger.debug(
                             "LMDBCache could not apply a remote removal to its disk tier",

@@ -12,6 +12,9 @@ public struct RemoteStatistics: Sendable, Equatable {
     public var damagedRecords = 0
     /// Writes and removals sent (each once the store acknowledged it).
     public var writes = 0
+    /// Writes and removals queued or being sent now: zero once everything this cache changed has
+    /// reached Redis (what a test or a graceful shutdown waits for).
+    public var pendingWrites = 0
     /// Writes and removals dropped unsent: the queue was full (the store was down or slower than
     /// the writes for longer than the queue holds), or the cache closed while it was unreachable.
     public var writesDropped = 0

@@ -21,17 +21,24 @@ final class RedisChangeFeed: ChangeFeed {
     /// Messages that were not changes (malformed, from another program on the channel).
     let malformed = NIOLockedValueBox(0)
 
-    init(limit: Int = 65_536) {
+    /// This cache's origin: its own changes come back on the channel and are dropped here, so
+    /// they neither wake the follower nor take room.
+    let origin: UInt64
+
+    init(origin: UInt64, limit: Int = 65_536) {
+        self.origin = origin
         self.limit = limit
     }
 
-    /// A message's payload, as the subscriber received it; false when it is not a change.
+    /// A message's payload, as the subscriber received it; false when it is not another cache's
+    /// change (malformed, or this cache's own).
     @discardableResult
     func deliver(_ payload: [UInt8]) -> Bool {
         guard let change = payload.withUnsafeBytes({ CacheChange(encoded: $0) }) else {
             malformed.withLockedValue { $0 += 1 }
             return false
         }
+        guard change.origin != origin else { return false }
         state.withLockedValue { state in
             guard !state.missed else { return }
             if state.changes.count >= limit {

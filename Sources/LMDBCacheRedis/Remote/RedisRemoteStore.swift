@@ -48,7 +48,7 @@ final class RedisRemoteStore: RemoteStore {
             threshold: configuration.failureThreshold, openDuration: configuration.openDuration, logger: context.logger,
             onChange: { isOpen in metrics.circuitOpen.record(isOpen ? 1 : 0) })
         queue = RedisWriteQueue(limit: configuration.writeQueueLimit)
-        let feed = RedisChangeFeed()
+        let feed = RedisChangeFeed(origin: context.origin)
         changeFeed = feed
         self.subscriber = try subscriber(feed, context.changesArrived)
         self.subscriber.start()
@@ -66,6 +66,7 @@ final class RedisRemoteStore: RemoteStore {
     var statistics: RemoteStatistics {
         var statistics = counts.withLockedValue { $0 }
         statistics.writesDropped = queue.dropped
+        statistics.pendingWrites = queue.unsent
         statistics.circuitOpenings = breaker.openings
         statistics.isCircuitOpen = breaker.isOpen
         statistics.isSubscribed = subscriber.isSubscribed
@@ -239,6 +240,8 @@ final class RedisRemoteStore: RemoteStore {
     private func perform(_ writes: [RedisWrite]) async throws -> Int {
         var commands: [RedisCommand] = []
         var published = 0
+        /// Where the only-if-absent scripts are among `commands`.
+        var conditionalWrites: [Int] = []
         let now = CacheChange.wallClockNow()
         for write in writes {
             switch write {
@@ -248,6 +251,7 @@ final class RedisRemoteStore: RemoteStore {
                 if expired && onlyIfAbsent { continue }
                 let change = CacheChange(kind: .key, origin: origin, time: now, subject: key).encoded
                 if onlyIfAbsent {
+                    conditionalWrites.append(commands.count)
                     commands.append(
                         RedisCommand(
                             "EVAL", Self.setIfAbsentScript, Array("1".utf8), valueKey, record,
@@ -298,6 +302,8 @@ final class RedisRemoteStore: RemoteStore {
             }
         }
         let replies = try await execute(commands)
+        // A write only-if-absent published only when its script stored it (1).
+        for index in conditionalWrites where replies[index] != .integer(1) { published -= 1 }
         if let failure = replies.first(where: { if case .error = $0 { return true } else { return false } }),
             case .error(let message) = failure
         {

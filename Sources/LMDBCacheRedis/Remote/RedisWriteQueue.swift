@@ -45,6 +45,8 @@ final class RedisWriteQueue: Sendable {
         var unsentKeys: [[UInt8]: Int] = [:]
         /// Tag removals and removals of everything queued or being sent.
         var unsentBroadRemovals = 0
+        /// Writes queued or being sent, of every kind.
+        var unsent = 0
 
         /// Counts `write` as unsent (`by` 1) or no longer (`by` -1).
         mutating func track(_ write: RedisWrite, by delta: Int) {
@@ -76,8 +78,10 @@ final class RedisWriteQueue: Sendable {
             }
             state.writes.append(write)
             state.track(write, by: 1)
+            state.unsent += 1
             if state.writes.count > limit {
                 state.track(state.writes.removeFirst(), by: -1)
+                state.unsent -= 1
                 state.dropped += 1
             }
             defer { state.waiter = nil }
@@ -115,6 +119,7 @@ final class RedisWriteQueue: Sendable {
     func finished(_ writes: [RedisWrite]) {
         state.withLockedValue { state in
             for write in writes { state.track(write, by: -1) }
+            state.unsent = max(0, state.unsent - writes.count)
         }
     }
 
@@ -146,5 +151,7 @@ final class RedisWriteQueue: Sendable {
     var dropped: Int { state.withLockedValue { $0.dropped } }
     /// Writes waiting.
     var count: Int { state.withLockedValue { $0.writes.count } }
+    /// Writes queued or being sent.
+    var unsent: Int { state.withLockedValue { $0.unsent } }
 }
 #endif

@@ -4,8 +4,8 @@ import Logging
 
 extension RemoteTier {
     /// A Redis server (or Redis Cluster) as the tier shared by several machines, and Redis pub/sub
-    /// as the channel their caches tell each other of changes on (<doc:SeveralMachines> in
-    /// LMDBCache's documentation).
+    /// as the channel their caches tell each other of changes on (the article "Several machines"
+    /// in LMDBCache's documentation).
     ///
     /// ```swift
     /// configuration.remote = .redis(RedisConfiguration(endpoints: [.init(host: "10.0.0.5")]))
