@@ -43,15 +43,40 @@ final class RedisConnection: Sendable {
         to endpoint: RedisEndpoint, using connector: RedisConnector, eventLoopGroup: any EventLoopGroup,
         deadline: ContinuousClock.Instant, logger: Logger, onUnsolicited: (@Sendable (RESPValue) -> Void)? = nil
     ) async throws(RedisClientError) -> RedisConnection {
+        let future = startConnecting(
+            to: endpoint, using: connector, eventLoopGroup: eventLoopGroup, deadline: deadline, logger: logger,
+            onUnsolicited: onUnsolicited)
+        do {
+            return try await future.get()
+        } catch {
+            throw clientError(error, endpoint: endpoint)
+        }
+    }
+
+    /// ``connect(to:using:eventLoopGroup:deadline:logger:onUnsolicited:)`` as a future, failed with a
+    /// ``RedisClientError``.
+    ///
+    /// Every step (TCP, TLS, the handshake's reply, closing after a failed handshake) runs on the
+    /// channel's event loop, so the outcome is known as soon as the server has answered, whether or
+    /// not a Swift concurrency thread is free to run a task at that moment: a caller whose deadline
+    /// runs on the event loop too gets the server's answer, not a timeout, when the cooperative
+    /// pool is busy.
+    static func startConnecting(
+        to endpoint: RedisEndpoint, using connector: RedisConnector, eventLoopGroup: any EventLoopGroup,
+        deadline: ContinuousClock.Instant, logger: Logger, onUnsolicited: (@Sendable (RESPValue) -> Void)? = nil
+    ) -> EventLoopFuture<RedisConnection> {
+        let eventLoop = eventLoopGroup.next()
         let configuration = connector.configuration
         let remaining = deadline - .now
-        guard remaining > .zero else { throw .connectFailed("\(endpoint): no time left to connect") }
+        guard remaining > .zero else {
+            return eventLoop.makeFailedFuture(RedisClientError.connectFailed("\(endpoint): no time left to connect"))
+        }
         let firstError = FirstError()
         let recordError: @Sendable (any Error) -> Void = { firstError.record($0) }
         let sslContext = connector.sslContext
         let hostname = configuration.tlsServerHostname ?? endpoint.host
         let limits = configuration.parserLimits
-        let bootstrap = ClientBootstrap(group: eventLoopGroup)
+        let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(TimeAmount(min(configuration.connectTimeout, remaining)))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -68,27 +93,35 @@ final class RedisConnection: Sendable {
                     )
                 }
             }
-        let channel: any Channel
-        do {
-            channel = try await bootstrap.connect(host: endpoint.host, port: endpoint.port).get()
-        } catch {
-            throw .connectFailed("\(endpoint): \(error)")
-        }
-        let connection = RedisConnection(endpoint: endpoint, channel: channel, firstError: firstError)
-        do throws(RedisClientError) {
-            try await connection.handshake(configuration, deadline: deadline)
-        } catch {
-            await connection.close()
-            throw error
-        }
-        logger.debug("redis: connected", metadata: ["endpoint": "\(endpoint)"])
-        return connection
+        return bootstrap.connect(host: endpoint.host, port: endpoint.port)
+            .flatMapErrorThrowing { error in throw RedisClientError.connectFailed("\(endpoint): \(error)") }
+            .flatMap { channel in
+                let connection = RedisConnection(endpoint: endpoint, channel: channel, firstError: firstError)
+                return connection.handshake(configuration, deadline: deadline)
+                    .map { () -> RedisConnection in
+                        logger.debug("redis: connected", metadata: ["endpoint": "\(endpoint)"])
+                        return connection
+                    }
+                    .flatMapError { error in
+                        // Closed before the failure is reported: a failed connect leaves no channel open.
+                        let failed = channel.eventLoop.makePromise(of: RedisConnection.self)
+                        channel.close(promise: nil)
+                        channel.closeFuture.whenComplete { _ in failed.fail(error) }
+                        return failed.futureResult
+                    }
+            }
+    }
+
+    /// `error` as the ``RedisClientError`` it is, or as a connect failure to `endpoint`.
+    static func clientError(_ error: any Error, endpoint: RedisEndpoint) -> RedisClientError {
+        error as? RedisClientError ?? .connectFailed("\(endpoint): \(error)")
     }
 
     /// `HELLO 3` (with the credentials), or `AUTH`, or a `PING`: one exchange, so a connection is
-    /// returned only once the server (and TLS) has answered.
+    /// returned only once the server (and TLS) has answered. The future fails with
+    /// ``RedisClientError/authenticationFailed(_:)`` or ``RedisClientError/connectFailed(_:)``.
     private func handshake(_ configuration: RedisClientConfiguration, deadline: ContinuousClock.Instant)
-        async throws(RedisClientError)
+        -> EventLoopFuture<Void>
     {
         let command: RedisCommand
         var isAuthentication = configuration.password != nil
@@ -107,22 +140,26 @@ final class RedisConnection: Sendable {
         case (.resp2, nil):
             command = RedisCommand("PING")
         }
-        let replies: [RESPValue]
-        do throws(RedisClientError) {
-            replies = try await send([command], timeout: deadline - .now)
-        } catch .timedOut {
-            throw .connectFailed("\(endpoint): no answer to the handshake in time")
-        } catch {
-            let reason = firstError.text ?? "the connection closed during the handshake"
-            throw .connectFailed("\(endpoint): \(reason)")
-        }
-        guard case .error(let message) = replies.first else { return }
-        let text = String(decoding: message, as: UTF8.self)
-        // NOAUTH: the server wants a password none was given for; WRONGPASS, or an AUTH refused.
-        if isAuthentication || text.hasPrefix("NOAUTH") || text.hasPrefix("WRONGPASS") {
-            throw .authenticationFailed("\(endpoint): \(text)")
-        }
-        throw .connectFailed("\(endpoint): \(String(decoding: command.arguments[0], as: UTF8.self)) refused: \(text)")
+        let endpoint = self.endpoint
+        let firstError = self.firstError
+        return startSending([command], timeout: deadline - .now)
+            .flatMapErrorThrowing { error in
+                if case .timedOut = error as? RedisClientError {
+                    throw RedisClientError.connectFailed("\(endpoint): no answer to the handshake in time")
+                }
+                let reason = firstError.text ?? "the connection closed during the handshake"
+                throw RedisClientError.connectFailed("\(endpoint): \(reason)")
+            }
+            .flatMapThrowing { replies in
+                guard case .error(let message) = replies.first else { return }
+                let text = String(decoding: message, as: UTF8.self)
+                // NOAUTH: the server wants a password none was given for; WRONGPASS, or an AUTH refused.
+                if isAuthentication || text.hasPrefix("NOAUTH") || text.hasPrefix("WRONGPASS") {
+                    throw RedisClientError.authenticationFailed("\(endpoint): \(text)")
+                }
+                let name = String(decoding: command.arguments[0], as: UTF8.self)
+                throw RedisClientError.connectFailed("\(endpoint): \(name) refused: \(text)")
+            }
     }
 
     /// Sends `commands` in one write and returns their replies in order (error replies as values).
@@ -132,7 +169,16 @@ final class RedisConnection: Sendable {
     ///   ``RedisClientError/connectionClosed`` when it closes first; ``RedisClientError/protocolViolation(_:)``
     ///   when the server's bytes are not RESP.
     func send(_ commands: [RedisCommand], timeout: Duration) async throws(RedisClientError) -> [RESPValue] {
-        guard !commands.isEmpty else { return [] }
+        do {
+            return try await startSending(commands, timeout: timeout).get()
+        } catch {
+            throw error as? RedisClientError ?? .connectionClosed
+        }
+    }
+
+    /// ``send(_:timeout:)`` as a future on the channel's event loop, failed with a ``RedisClientError``.
+    private func startSending(_ commands: [RedisCommand], timeout: Duration) -> EventLoopFuture<[RESPValue]> {
+        guard !commands.isEmpty else { return channel.eventLoop.makeSucceededFuture([]) }
         let promise = channel.eventLoop.makePromise(of: [RESPValue].self)
         write(commands, replies: promise)
         let channel = self.channel
@@ -141,12 +187,8 @@ final class RedisConnection: Sendable {
             channel.close(promise: nil)
         }
         promise.futureResult.whenComplete { _ in timeoutTask.cancel() }
-        do {
-            return try await promise.futureResult.get()
-        } catch let error as RedisClientError {
-            throw error
-        } catch {
-            throw .connectionClosed
+        return promise.futureResult.flatMapErrorThrowing { error in
+            throw error as? RedisClientError ?? .connectionClosed
         }
     }
 
@@ -166,8 +208,14 @@ final class RedisConnection: Sendable {
 
     /// Closes the connection (failing whatever awaits replies) and waits until it has closed.
     func close() async {
+        try? await startClosing().get()
+    }
+
+    /// Starts closing the connection (failing whatever awaits replies); the future completes once
+    /// it has closed.
+    func startClosing() -> EventLoopFuture<Void> {
         channel.close(promise: nil)
-        try? await channel.closeFuture.get()
+        return channel.closeFuture
     }
 }
 

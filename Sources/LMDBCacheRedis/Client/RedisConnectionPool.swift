@@ -126,52 +126,55 @@ final class RedisConnectionPool: RedisExecutor {
         case .wait(let future):
             return try await Self.wait(for: future, until: deadline)
         case .connect(let slot, let promise):
-            Task { await connect(slot: slot, promise: promise) }
+            connect(slot: slot, promise: promise)
             return try await Self.wait(for: promise.futureResult, until: deadline)
         }
     }
 
     /// Connects for `slot`, bounded by the configured connect timeout (not by the caller's), and
     /// records the outcome: the connection in its slot, or the failure and the next retry time.
-    private func connect(slot: Int, promise: EventLoopPromise<RedisConnection>) async {
+    ///
+    /// The whole attempt, its bookkeeping and `promise` run on event loops, not in a Swift task: the
+    /// outcome reaches the callers waiting for it as soon as the server has answered, even while
+    /// every thread of Swift's cooperative pool is busy (a caller's deadline runs on an event loop
+    /// too, and must not beat an answer that came long before it).
+    private func connect(slot: Int, promise: EventLoopPromise<RedisConnection>) {
         let configuration = connector.configuration
-        let result: Result<RedisConnection, RedisClientError>
-        do throws(RedisClientError) {
-            result = .success(
-                try await RedisConnection.connect(
-                    to: endpoint, using: connector, eventLoopGroup: eventLoopGroup,
-                    deadline: .now + configuration.connectTimeout, logger: logger))
-        } catch {
-            result = .failure(error)
-        }
-        let (closedConnection, failures) = state.withLock { state -> (RedisConnection?, Int) in
-            switch result {
-            case .success(let connection):
-                if state.isClosed { return (connection, 0) }
-                state.slots[slot] = .ready(connection)
-                state.consecutiveFailures = 0
-                state.retryAfter = nil
-                state.lastFailure = nil
-                return (nil, 0)
-            case .failure(let error):
-                state.slots[slot] = .empty
-                state.consecutiveFailures += 1
-                state.retryAfter =
-                    .now + configuration.reconnectBackoff.delay(afterFailures: state.consecutiveFailures)
-                state.lastFailure = error
-                return (nil, state.consecutiveFailures)
+        let endpoint = self.endpoint
+        let logger = self.logger
+        RedisConnection.startConnecting(
+            to: endpoint, using: connector, eventLoopGroup: eventLoopGroup,
+            deadline: .now + configuration.connectTimeout, logger: logger
+        ).whenComplete { outcome in
+            let result = outcome.mapError { RedisConnection.clientError($0, endpoint: endpoint) }
+            let (closedConnection, failures) = self.state.withLock { state -> (RedisConnection?, Int) in
+                switch result {
+                case .success(let connection):
+                    if state.isClosed { return (connection, 0) }
+                    state.slots[slot] = .ready(connection)
+                    state.consecutiveFailures = 0
+                    state.retryAfter = nil
+                    state.lastFailure = nil
+                    return (nil, 0)
+                case .failure(let error):
+                    state.slots[slot] = .empty
+                    state.consecutiveFailures += 1
+                    state.retryAfter =
+                        .now + configuration.reconnectBackoff.delay(afterFailures: state.consecutiveFailures)
+                    state.lastFailure = error
+                    return (nil, state.consecutiveFailures)
+                }
             }
+            if let closedConnection {
+                closedConnection.startClosing().whenComplete { _ in promise.fail(RedisClientError.closed) }
+                return
+            }
+            if case .failure(let error) = result, failures == 1 {
+                // Logged when the server stops answering, not at every retry.
+                logger.warning("redis: connect failed", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
+            }
+            promise.completeWith(result.mapError { $0 as any Error })
         }
-        if let closedConnection {
-            await closedConnection.close()
-            promise.fail(RedisClientError.closed)
-            return
-        }
-        if case .failure(let error) = result, failures == 1 {
-            // Logged when the server stops answering, not at every retry.
-            logger.warning("redis: connect failed", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
-        }
-        promise.completeWith(result.mapError { $0 as any Error })
     }
 
     /// The connection `future` promises, or ``RedisClientError/timedOut`` at `deadline`.
