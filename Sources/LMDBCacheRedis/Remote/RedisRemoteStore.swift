@@ -462,15 +462,36 @@ final class RedisRemoteStore: RemoteStore {
 
     func close() {
         queue.close()
-        // The queued writes get until about two command timeouts to go out; a Redis that is down
-        // costs the closing caller no more.
-        let milliseconds = Int(clamping: timeout.milliseconds.multipliedReportingOverflow(by: 2).partialValue)
-        _ = writerDone.wait(timeout: .now() + .milliseconds(max(10, min(milliseconds, 60_000))))
         let executor = executor
         let subscriber = subscriber
+        // Called from a task (async code), it must not block: the writer needs one of Swift
+        // concurrency's threads to finish, and a machine may have only two (two caches closing
+        // at once would hold both for the whole wait). The queued writes then go out in the
+        // background, as far as Redis answers.
+        let inTask = withUnsafeCurrentTask { $0 != nil }
+        if !inTask {
+            // Called from a thread of its own (a shutdown hook): the queued writes get until
+            // about two command timeouts to go out; a Redis that is down costs no more.
+            let milliseconds = Int(clamping: timeout.milliseconds.multipliedReportingOverflow(by: 2).partialValue)
+            _ = writerDone.wait(timeout: .now() + .milliseconds(max(10, min(milliseconds, 60_000))))
+        }
+        let done = writerDone
         Task {
+            // After the writer (from a task: it was not waited for above), bounded by its retries:
+            // once closed, a write Redis does not take is dropped.
+            if inTask { await Self.wait(for: done) }
             await subscriber.close()
             await executor.close()
+        }
+    }
+
+    /// Waits for `semaphore`'s signal without holding a Swift concurrency thread.
+    private static func wait(for semaphore: DispatchSemaphore) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                semaphore.wait()
+                continuation.resume()
+            }
         }
     }
 }

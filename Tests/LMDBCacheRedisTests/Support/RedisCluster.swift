@@ -44,6 +44,23 @@ final class RedisCluster: Sendable {
     /// and returns once every node says `cluster_state:ok`, knows all six nodes, and each replica
     /// has its replication link up.
     static func start() async throws -> RedisCluster {
+        // A node that could not bind its port (another program took it since it was found free)
+        // exits at once: the cluster is then made again on other ports, twice at most.
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await startOnce()
+            } catch let failure as NodeExited where attempt < 3 {
+                _ = failure
+            }
+        }
+    }
+
+    /// A node's process ended while the cluster was being made.
+    struct NodeExited: Error {}
+
+    private static func startOnce() async throws -> RedisCluster {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("redis-cluster-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let ports = try LoopbackSocket.freePorts(12)
@@ -62,7 +79,9 @@ final class RedisCluster: Sendable {
         do {
             for node in nodes {
                 try await cluster.waitUntil("\(node.port) answers PING") {
-                    (try? cluster.command(node.port, "PING")) == "PONG"
+                    if (try? cluster.command(node.port, "PING")) == "PONG" { return true }
+                    if cluster.processes.withLock({ $0[node.port]?.isRunning }) == false { throw NodeExited() }
+                    return false
                 }
             }
             let create = try cluster.redisCLI(
@@ -200,7 +219,13 @@ final class RedisCluster: Sendable {
     func waitUntil(_ what: String, seconds: Double = 60, _ condition: () throws -> Bool) async throws {
         let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int(seconds * 1000)))
         while ContinuousClock.now < deadline {
-            if (try? condition()) == true { return }
+            do {
+                if try condition() { return }
+            } catch let exited as NodeExited {
+                throw exited
+            } catch {
+                // Not yet: a node not answering, a reply not yet there.
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw Failure(description: "timed out waiting until \(what)")
