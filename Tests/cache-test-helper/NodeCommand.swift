@@ -65,13 +65,7 @@ enum NodeCommand {
             fail("cannot open the cache: \(error)")
         }
         answer("ready")
-        while let line = readLine() {
-            let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
-            guard let command = words.first else {
-                answer("error empty command")
-                continue
-            }
-            let operands = Array(words.dropFirst())
+        LineCommands.read { command, operands, line in
             switch (command, operands.count) {
             case ("put", 2...):
                 cache.insert(operands[1], forKey: operands[0], tags: Set(operands.dropFirst(2)))
@@ -81,7 +75,7 @@ enum NodeCommand {
             case ("leaseload", 3):
                 guard let delay = Int(operands[2]), delay >= 0 else {
                     answer("error leaseload K V MS")
-                    continue
+                    return
                 }
                 let freshness = Freshness(lease: LoadLease(holdFor: .seconds(30), waitFor: .seconds(20)))
                 answer(load(cache, operands[0], operands[1], freshness: freshness, delay: delay))
@@ -161,8 +155,6 @@ enum NodeCommand {
         var loaded = false
     }
 
-    static func answer(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
-    }
+    static func answer(_ line: String) { LineCommands.answer(line) }
 }
 #endif

@@ -55,13 +55,7 @@ enum ServeCommand {
         }
         var hammer: Hammer?
         answer("ready")
-        while let line = readLine() {
-            let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
-            guard let command = words.first else {
-                answer("error empty command")
-                continue
-            }
-            let operands = Array(words.dropFirst())
+        LineCommands.read { command, operands, line in
             switch (command, operands.count) {
             case ("put", 2...):
                 cache.insert(operands[1], forKey: operands[0], tags: Set(operands.dropFirst(2)))
@@ -91,7 +85,7 @@ enum ServeCommand {
             case ("churn", 1):
                 guard let count = Int(operands[0]), count >= 0 else {
                     answer("error churn N")
-                    continue
+                    return
                 }
                 answer(
                     outcome {
@@ -104,7 +98,7 @@ enum ServeCommand {
             case ("count", 3):
                 guard let count = Int(operands[1]), let every = Int(operands[2]), count >= 0, every > 0 else {
                     answer("error count K N EVERY")
-                    continue
+                    return
                 }
                 answer(
                     outcome {
@@ -117,14 +111,14 @@ enum ServeCommand {
             case ("hammer", 2):
                 guard hammer == nil, let threads = Int(operands[1]), threads > 0 else {
                     answer("error hammer K THREADS (one at a time)")
-                    continue
+                    return
                 }
                 hammer = Hammer(cache: cache, key: operands[0], threads: threads)
                 answer("ok")
             case ("hammer-stop", 0):
                 guard let running = hammer else {
                     answer("error no hammer")
-                    continue
+                    return
                 }
                 hammer = nil
                 let tally = running.stop()
@@ -143,9 +137,7 @@ enum ServeCommand {
         exit(0)
     }
 
-    static func answer(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
-    }
+    static func answer(_ line: String) { LineCommands.answer(line) }
 
     /// "ok", or "error MESSAGE" (on one line) when `body` throws.
     static func outcome(_ body: () throws -> Void) -> String {
