@@ -13,12 +13,22 @@ extension Duration {
         return overflow ? .max : whole.addingSaturating(fraction)
     }
 
-    /// Whole nanoseconds, rounded toward zero. For intervals and elapsed times, which stay far
-    /// inside `Int64` (about 292 years); a longer duration traps.
+    /// Whole nanoseconds, rounded toward zero; durations beyond `Int64`'s nanoseconds (about 292
+    /// years either way) saturate.
     var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        return Int64(clamping: Int128(seconds) * 1_000_000_000 + Int128(attoseconds / 1_000_000_000))
     }
+
+    /// The longest wait any timer, sleep or deadline of the library's is set for: 100 years of
+    /// 365 days. A clock's deadline arithmetic and its conversion to nanoseconds cannot hold
+    /// "forever" (`.seconds(Int64.max)`); this much is forever to a process.
+    package static let longestTimer = Duration.seconds(100 * 365 * 86_400)
+
+    /// `self` as a wait a clock can take: negative durations as zero, longer than
+    /// ``longestTimer`` as that. Every user-given duration that reaches a clock, a timer or a
+    /// deadline passes through it.
+    package var forTimer: Duration { min(max(self, .zero), .longestTimer) }
 
     /// Seconds as a `Double`, for Foundation's and Dispatch's intervals.
     package var timeInterval: Double {

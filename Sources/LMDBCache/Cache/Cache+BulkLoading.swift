@@ -36,7 +36,8 @@ extension Cache {
         if isClosedForLoading { throw CacheError.closed }
         let freshness = freshness ?? configuration.freshness
         let request = BulkRequest(
-            expiresAfter: expiresAfter, staleFor: freshness.staleIfError, tags: tags, load: load)
+            expiresAfter: expiresAfter, staleFor: freshness.staleIfError, refreshAfter: freshness.refreshAfter,
+            tags: tags, load: load)
         var values: [Key: Value] = [:]
         var stale: [Key: StoredValue<Value>] = [:]
         var pending: [Key] = []
@@ -58,23 +59,14 @@ extension Cache {
         if !due.isEmpty { _ = startBulk(request, forKeys: due, refresh: true) }
         guard !pending.isEmpty else { return values }
 
+        // The keys no load covers go to one call of the loader; the others join the load under
+        // way for them, in the same step, and get its outcome (a value, an error, left out).
         let started = startBulk(request, forKeys: pending, refresh: false)
-        var results = try await started?.results.value() ?? [:]
-        let claimed = Set(started?.claimed ?? [])
-        for key in pending where !claimed.contains(key) {
-            // A load under way covers it: join it (or, if it has just finished, look again).
-            do {
-                results[key] = .success(
-                    try await loads.value(forKey: key) { [self] in
-                        if let value = uncountedValue(forKey: key) { return .success(value) }
-                        return await runBulk(request, forKeys: [key], refresh: false)[key]
-                            ?? .failure(CacheError.notFound(key: "\(key)"))
-                    })
-            } catch {
-                if Task.isCancelled { throw error }
-                results[key] = .failure(error)
-            }
+        defer {
+            for (key, joined) in started.joined { loads.leave(key, flight: joined.flight, promise: joined.promise) }
         }
+        var results = try await started.claimed?.results.value() ?? [:]
+        for (key, joined) in started.joined { results[key] = try await joined.promise.value() }
         var failure: (any Error)?
         var servedStale: [Key] = []
         let now = memory.now
@@ -107,32 +99,54 @@ extension Cache {
     struct BulkRequest: Sendable {
         var expiresAfter: Duration?
         var staleFor: Duration?
+        /// ``Freshness/refreshAfter``: a refresh reloads only the keys still due when it runs.
+        var refreshAfter: Duration?
         var tags: Set<String> = []
         var load: @Sendable ([Key]) async throws -> [Key: Value]
     }
 
-    /// Starts one bulk load for those of `keys` no load is under way for.
+    /// Starts one bulk load for those of `keys` no load is under way for, and (unless it is a
+    /// refresh, which no one waits for) joins the loads under way for the others.
     func startBulk(
         _ request: BulkRequest, forKeys keys: [Key], refresh: Bool
-    ) -> (claimed: [Key], results: LoadPromise<[Key: Result<Value, any Error>]>)? {
-        loads.startBulk(forKeys: keys, missing: { CacheError.notFound(key: "\($0)") }) { [self] claimed in
-            await runBulk(request, forKeys: claimed, refresh: refresh)
+    ) -> LoadCoalescer<Key, Value>.BulkStart {
+        loads.startBulk(forKeys: keys, joining: !refresh, missing: { CacheError.notFound(key: "\($0)") }) {
+            [self] flight, claimed in
+            await runBulk(request, forKeys: claimed, refresh: refresh, flight: flight)
         }
     }
 
     /// Calls the bulk loader once with `keys` and stores what it returns; the result per key
-    /// (keys it left out are absent).
-    func runBulk(_ request: BulkRequest, forKeys keys: [Key], refresh: Bool) async -> [Key: Result<Value, any Error>] {
+    /// (keys it left out are absent). A refresh first looks again, as ``refresh(_:_:dueAfter:)``
+    /// does: keys no longer due (refreshed or written since) keep their value and are not loaded.
+    func runBulk(
+        _ request: BulkRequest, forKeys claimed: [Key], refresh: Bool, flight: UInt64
+    ) async -> [Key: Result<Value, any Error>] {
+        if isClosedForLoading {
+            return Dictionary(uniqueKeysWithValues: claimed.map { ($0, .failure(CacheError.closed)) })
+        }
+        var results: [Key: Result<Value, any Error>] = [:]
+        var keys: [Key] = []
+        for key in claimed {
+            if refresh, let refreshAfter = request.refreshAfter, let found = entryForLoad(forKey: key, counting: false),
+                !found.isStale, !isDue(stored: found.stored, after: refreshAfter)
+            {
+                results[key] = .success(found.value)
+                continue
+            }
+            loads.noteStart(key, flight: flight, tags: currentTags(forKey: key))
+            keys.append(key)
+        }
+        guard !keys.isEmpty else { return results }
         countLoad()
         countBulkLoad(keys: keys.count)
         do {
             let loaded = try await request.load(keys)
-            var results: [Key: Result<Value, any Error>] = [:]
             for key in keys {
                 if let value = loaded[key] {
                     let stored = store(
                         value, forKey: key, cost: nil, expiresAfter: request.expiresAfter,
-                        staleFor: request.staleFor, tags: request.tags, fromLoad: true)
+                        staleFor: request.staleFor, tags: request.tags, flight: flight)
                     results[key] = .success(value)
                     if refresh && stored { countRefresh(succeeded: true) }
                 } else if refresh {
@@ -144,7 +158,8 @@ extension Cache {
         } catch {
             countLoadFailure(error)
             if refresh { for _ in keys { countRefresh(succeeded: false) } }
-            return Dictionary(uniqueKeysWithValues: keys.map { ($0, .failure(error)) })
+            for key in keys { results[key] = .failure(error) }
+            return results
         }
     }
 }

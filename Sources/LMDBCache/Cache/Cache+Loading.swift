@@ -106,7 +106,8 @@ extension Cache {
             {
                 refresh(
                     key,
-                    LoadRequest(cost: cost, expiresAfter: expiresAfter, staleFor: freshness.staleIfError, load: load))
+                    LoadRequest(cost: cost, expiresAfter: expiresAfter, staleFor: freshness.staleIfError, load: load),
+                    dueAfter: refreshAfter)
             }
             return found.value
         }
@@ -129,12 +130,12 @@ extension Cache {
             policy == .reloadIgnoringCache || freshness.staleIfError == nil
             ? nil : entryForLoad(forKey: key, counting: false)
         let stale = found?.isStale == true ? found : nil
-        return try await wait(forKey: key, stale: stale, freshness: freshness) { [self] in
+        return try await wait(forKey: key, stale: stale, freshness: freshness) { [self] flight in
             // A load that finished between this caller's miss and its joining leaves its value
             // in the cache: look once more rather than load twice. The caller's miss is counted
             // already, so this look is not.
             if policy == .useCacheElseLoad, let value = uncountedValue(forKey: key) { return .success(value) }
-            return await run(request, forKey: key).result
+            return await run(request, forKey: key, flight: flight).result
         }
     }
 
@@ -170,12 +171,22 @@ extension Cache {
         return now > stored && now - stored >= after.milliseconds
     }
 
-    /// Starts a background reload of `key` unless a load for it is under way. Counted as a
-    /// refresh when it stores a value, as a failed one when the loader throws (a value it may not
-    /// store, or a write to the key since it started, count as neither).
-    func refresh(_ key: Key, _ request: LoadRequest) {
-        loads.start(forKey: key) { [self] in
-            let (result, stored) = await run(request, forKey: key)
+    /// Starts a background reload of `key`, found stored at least `dueAfter` ago, unless a load
+    /// for it is under way. Counted as a refresh when it stores a value, as a failed one when the
+    /// loader throws (a value it may not store, or a write to the key since it started, count as
+    /// neither).
+    ///
+    /// The reload looks again once it runs, as a first load does: a caller whose lookup came
+    /// before another refresh stored may start this one after it, and a value no longer due
+    /// (or one written since) is not reloaded again.
+    func refresh(_ key: Key, _ request: LoadRequest, dueAfter: Duration) {
+        loads.start(forKey: key) { [self] flight in
+            if let found = entryForLoad(forKey: key, counting: false), !found.isStale,
+                !isDue(stored: found.stored, after: dueAfter)
+            {
+                return .success(found.value)
+            }
+            let (result, stored) = await run(request, forKey: key, flight: flight)
             switch result {
             case .success: if stored { countRefresh(succeeded: true) }
             case .failure: countRefresh(succeeded: false)
@@ -185,8 +196,15 @@ extension Cache {
     }
 
     /// Runs the loader once, storing its value as its context says unless the key was written or
-    /// removed since the load started. Returns the loader's result and whether it was stored.
-    func run(_ request: LoadRequest, forKey key: Key) async -> (result: Result<Value, any Error>, stored: Bool) {
+    /// removed since the load began (run `flight`). Returns the loader's result and whether it
+    /// was stored.
+    func run(
+        _ request: LoadRequest, forKey key: Key, flight: UInt64
+    ) async -> (result: Result<Value, any Error>, stored: Bool) {
+        if isClosedForLoading { return (.failure(CacheError.closed), false) }
+        // Before anything is read from a source: a tag removal from here on covers this load when
+        // the key's entry carries the tag.
+        loads.noteStart(key, flight: flight, tags: currentTags(forKey: key))
         var lease: [UInt8]?
         // Whether Redis was found without a record for the key: the loaded value then goes there
         // only if none arrived meanwhile (a record that was there, expired or unusable, is replaced).
@@ -194,21 +212,23 @@ extension Cache {
         if request.consultsRemote, let remote {
             let bytes = key.cacheKeyBytes
             let record = await remote.record(forKey: bytes)
-            if let found = remoteValue(record, forKey: key, request) { return found }
+            if let found = remoteValue(record, forKey: key, request, flight: flight) { return found }
             remoteWasEmpty = record == nil
             if let options = request.lease {
                 switch await remote.lease(forKey: bytes, holdFor: options.holdFor) {
                 case .acquired(let token):
                     // The previous holder may have stored its value and let go between this
                     // cache's miss and its taking the lease: look once more before loading.
-                    if let found = remoteValue(await remote.record(forKey: bytes), forKey: key, request) {
+                    if let found = remoteValue(
+                        await remote.record(forKey: bytes), forKey: key, request, flight: flight)
+                    {
                         remote.release(token, forKey: bytes)
                         return found
                     }
                     lease = token
                 case .heldElsewhere:
                     let record = await remote.waitForRecord(forKey: bytes, timeout: options.waitFor)
-                    if let found = remoteValue(record, forKey: key, request) { return found }
+                    if let found = remoteValue(record, forKey: key, request, flight: flight) { return found }
                 case .unavailable:
                     break
                 }
@@ -226,7 +246,7 @@ extension Cache {
                 context.isCacheable
                 && store(
                     value, forKey: key, cost: context.cost, expiresAfter: context.expiresAfter,
-                    staleFor: request.staleFor, tags: context.tags, fromLoad: true,
+                    staleFor: request.staleFor, tags: context.tags, flight: flight,
                     remoteOnlyIfAbsent: remoteWasEmpty)
             return (.success(value), stored)
         } catch {
@@ -240,7 +260,7 @@ extension Cache {
     /// started, or the record expired); nil when there is no record, or it cannot be used (damaged,
     /// another key's, not decodable: then the loader runs).
     func remoteValue(
-        _ record: [UInt8]?, forKey key: Key, _ request: LoadRequest
+        _ record: [UInt8]?, forKey key: Key, _ request: LoadRequest, flight: UInt64
     ) -> (result: Result<Value, any Error>, stored: Bool)? {
         guard let record, let disk else { return nil }
         guard let decoded = RemoteRecord.decode(record, forKey: key.cacheKeyBytes),
@@ -255,7 +275,7 @@ extension Cache {
         // a stale window ends after a nonzero expiry).
         let stored = store(
             value, forKey: key, cost: request.cost, expiresAfter: nil, staleFor: nil,
-            tags: Set(decoded.tags.tags), fromLoad: true, toRemote: false,
+            tags: Set(decoded.tags.tags), flight: flight, toRemote: false,
             lifetime: Lifetime(expires: decoded.expires, staleUntil: decoded.staleUntil))
         return (.success(value), stored)
     }
@@ -273,18 +293,23 @@ extension Cache {
     }
 
     /// The result of `key`'s load (joining one under way), with `stale` served when the loader
-    /// throws or is slower than the timeouts allow.
+    /// throws or is slower than the timeouts allow. A caller whose wait ends without the result
+    /// (a timeout, a cancellation) leaves the load, which goes on. With a hard timeout, a load
+    /// under way for ``hungLoadFactor`` times it is not joined: a new one starts, and the hung
+    /// one's result, should it come, is not stored.
     func wait(
         forKey key: Key, stale: StoredValue<Value>?, freshness: Freshness,
-        run: @escaping @Sendable () async -> Result<Value, any Error>
+        run: @escaping LoadCoalescer<Key, Value>.Run
     ) async throws -> Value {
-        let soft = stale == nil ? nil : freshness.timeout
-        let hard = freshness.hardTimeout
+        let soft = stale == nil ? nil : freshness.timeout?.forTimer
+        let hard = freshness.hardTimeout?.forTimer
         do {
             if soft == nil && hard == nil { return try await loads.value(forKey: key, run: run) }
             // Joined (or started) here, not in the task that waits for it: a timer may end the
             // wait before that task runs, and the load must go on all the same, once.
-            let result = loads.join(forKey: key, run: run)
+            let (flight, result) = loads.join(
+                forKey: key, replacingAfter: hard.map { $0 * Self.hungLoadFactor }, run: run)
+            defer { loads.leave(key, flight: flight, promise: result) }
             let clock = configuration.timeoutClock
             return try await withThrowingTaskGroup(of: LoadOutcome.self) { group in
                 group.addTask { .loaded(try await result.value().get()) }
@@ -323,6 +348,18 @@ extension Cache {
             guard !Task.isCancelled, let value = serve(stale, forKey: key, .error) else { throw error }
             return value
         }
+    }
+
+    /// How many hard timeouts a load may run before a caller with that hard timeout starts a new
+    /// one instead of joining it (``Freshness/hardTimeout``).
+    static var hungLoadFactor: Int { 4 }
+
+    /// The stored bytes of the tags `key`'s entry carries now (live or stale, memory or disk):
+    /// what a load beginning now replaces.
+    func currentTags(forKey key: Key) -> [[UInt8]] {
+        if let tags = memory.tags(forKey: key) { return tags.bytes }
+        guard let disk, !isClosedForLoading else { return [] }
+        return (try? disk.entry(forKey: key.cacheKeyBytes, includingStale: true))?.tags.bytes ?? []
     }
 
     /// What ended one wait of a caller for a load.

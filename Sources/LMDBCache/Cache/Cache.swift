@@ -86,7 +86,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         listener = removalListener
         let counters = CacheCounters(name: configuration.name ?? directory.lastPathComponent)
         self.counters = counters
-        let loads = LoadCoalescer<Key, Value>()
+        let reading = ClockReading(configuration.timeoutClock)
+        let loads = LoadCoalescer<Key, Value>(now: { reading.elapsed })
         self.loads = loads
         let writeLocks = KeyWriteLocks()
         self.writeLocks = writeLocks
@@ -163,7 +164,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         codec = UnusedCodec()
         listener = removalListener
         counters = CacheCounters(name: "memory")
-        loads = LoadCoalescer<Key, Value>()
+        let reading = ClockReading(self.configuration.timeoutClock)
+        loads = LoadCoalescer<Key, Value>(now: { reading.elapsed })
         writeLocks = KeyWriteLocks()
         memory = MemoryCache(
             configuration: configuration, removalListener: removalListener, metrics: counters.memoryMetrics,
@@ -195,8 +197,9 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                 return value != nil
             },
             dropTag: { tag in
-                // Which loads will carry the tag is known only once they return: all are superseded.
-                writeLocks.withAllLocks { loads.supersedeAll() }
+                // Only the loads the removal covers: those of keys whose entry carried the tag when
+                // they began, and any value that would carry it.
+                writeLocks.withAllLocks { loads.supersede(taggedWith: tag) }
                 let (count, removed, report) = memory.removeAllDeferringRemovals(taggedWithStoredBytes: tag)
                 memory.finish(removed, report)
                 return count
@@ -248,6 +251,9 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                 return value != nil || onDisk
             },
             dropTag: { tag in
+                // The loads it covers first: the disk removal below must not come between a load
+                // noting the tags it begins with and this.
+                writeLocks.withAllLocks { loads.supersede(taggedWith: tag) }
                 var count = 0
                 do {
                     count = try disk.removeAll(taggedWithStoredBytes: tag, origin: origin)
@@ -404,38 +410,52 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// Returns the entries removed: from disk, or in a memory-only cache from memory.
     ///
     /// Queued writes are committed first; the disk tier removes the entries in transactions of at
-    /// most 1,024 with its totals exact in each. Loads under way are not stopped: a value a loader
-    /// returns after this with the tag is a new entry.
+    /// most 1,024 with its totals exact in each. Writes to the cache wait for the removal, so
+    /// each lands wholly before or wholly after it, in both tiers. Loads under way that the
+    /// removal covers are not stored: those of keys that carried the tag when the load began
+    /// (their loader read its source before the removal), and any value a loader returns
+    /// carrying the tag; loads of other keys are unaffected. The same holds in the other
+    /// processes once they read the change, and on the other machines of a remote tier.
+    /// An empty tag, which no entry can carry, removes nothing and returns 0.
     ///
     /// - Complexity: O(k log n) on disk, O(k) in memory, for k entries carrying the tag.
     @discardableResult
     public func removeAll(taggedWith tag: String) -> Int {
-        guard !isClosed.value else { return 0 }
-        guard let disk else { return memory.removeAll(taggedWith: tag) }
+        guard !isClosed.value, let bytes = try? EntryTags.storedBytes(of: tag) else { return 0 }
         var removed = 0
-        do {
-            removed = try disk.removeAll(taggedWith: tag, origin: origin)
-        } catch {
-            record(error, "remove by tag")
+        // Under every key's lock: no load is between its check and its store, and no insert
+        // between its disk enqueue and its memory insert.
+        let (memoryCount, removedEntries, report) = writeLocks.withAllLocks {
+            loads.supersede(taggedWith: bytes)
+            if let disk {
+                do {
+                    removed = try disk.removeAll(taggedWith: tag, origin: origin)
+                } catch {
+                    record(error, "remove by tag")
+                }
+            }
+            // After the disk: a read that promotes what it found before the removal is refused, as
+            // the tag's removal moves every memory shard on.
+            let memoryRemoval = memory.removeAllDeferringRemovals(taggedWith: tag)
+            remote?.removeAll(taggedWith: bytes)
+            return memoryRemoval
         }
-        // After the disk: a read that promotes what it found before the removal is refused, as
-        // the tag's removal moves every memory shard on.
-        memory.removeAll(taggedWith: tag)
-        if let remote, let bytes = try? EntryTags.storedBytes(of: tag) { remote.removeAll(taggedWith: bytes) }
-        return removed
+        memory.finish(removedEntries, report)
+        return disk == nil ? memoryCount : removed
     }
 
     /// ``insert(_:forKey:cost:expiresAfter:)``, keeping the value `staleFor` past its expiry in
     /// both tiers, to be served stale (``Freshness/staleIfError``).
     ///
-    /// A load's result (`fromLoad`) is stored only if the key was not written or removed since
-    /// the load started (``LoadCoalescer/supersede(_:)``): an older value never replaces a newer
+    /// A load's result (`flight`: the run that loaded it) is stored only if no write or removal
+    /// covered the key since the load began, and no tag it carries was removed since
+    /// (``LoadCoalescer/isSuperseded(_:flight:storing:)``): an older value never replaces a newer
     /// write, nor brings back a removed entry. Any other store supersedes the key's load under
     /// way. Returns whether the value was stored.
     @discardableResult
     func store(
         _ value: Value, forKey key: Key, cost: Int?, expiresAfter: Duration?, staleFor: Duration?,
-        tags tagSet: Set<String> = [], fromLoad: Bool = false, toRemote: Bool = true,
+        tags tagSet: Set<String> = [], flight: UInt64? = nil, toRemote: Bool = true,
         remoteOnlyIfAbsent: Bool = false, lifetime fixedLifetime: Lifetime? = nil
     ) -> Bool {
         guard !isClosed.value else {
@@ -448,7 +468,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         } catch {
             // Not stored. An insert is a removal then: the value the key held must not outlive
             // a write that failed. A load's result is simply not cached (as with `isCacheable`).
-            if !fromLoad { removeValue(forKey: key) }
+            if flight == nil { removeValue(forKey: key) }
             record(error, "insert")
             return false
         }
@@ -456,9 +476,12 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             let cost = cost ?? configuration.memory.weigher?(value) ?? 0
             var stored = false
             let (removed, report) = writeLocks.withLock(for: key) { () -> (RemovedEntries<Key, Value>, ShardReport?) in
-                if fromLoad && loads.isSuperseded(key) { return (RemovedEntries(), nil) }
+                if let flight {
+                    if loads.isSuperseded(key, flight: flight, storing: tags) { return (RemovedEntries(), nil) }
+                } else {
+                    loads.supersede(key)
+                }
                 stored = true
-                if !fromLoad { loads.supersede(key) }
                 let now = memory.now
                 let lifetime = fixedLifetime ?? Lifetime(now: now, expiresAfter: expiresAfter, staleFor: staleFor)
                 return memory.insertDeferringRemovals(
@@ -507,9 +530,12 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         var diskReplaced = false
         var stored = false
         let (removed, report) = writeLocks.withLock(for: key) { () -> (RemovedEntries<Key, Value>, ShardReport?) in
-            if fromLoad && loads.isSuperseded(key) { return (RemovedEntries(), nil) }
+            if let flight {
+                if loads.isSuperseded(key, flight: flight, storing: tags) { return (RemovedEntries(), nil) }
+            } else {
+                loads.supersede(key)
+            }
             stored = true
-            if !fromLoad { loads.supersede(key) }
             do {
                 guard let prepared else { throw diskFailure ?? CacheError.closed }
                 try disk.enqueue(prepared, origin: origin)
@@ -588,15 +614,23 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Removes every entry from both tiers. The listener hears of the memory tier's entries.
+    ///
+    /// Writes to the cache wait for it, so each lands wholly before or wholly after it, in both
+    /// tiers; loads under way are not stored.
     public func removeAll() {
-        // Loads under way started before this: their results must not come back afterwards. Under
-        // every key's lock, so no load is between its check and its store.
-        writeLocks.withAllLocks { loads.supersedeAll() }
-        if let disk {
-            do { try disk.removeAll(origin: origin) } catch { record(error, "remove all") }
+        // Under every key's lock: loads under way started before this, and their results must
+        // not come back afterwards (no load is between its check and its store); no insert is
+        // between its disk enqueue and its memory insert.
+        let (removed, report) = writeLocks.withAllLocks {
+            loads.supersedeAll()
+            if let disk {
+                do { try disk.removeAll(origin: origin) } catch { record(error, "remove all") }
+            }
+            let memoryRemoval = memory.removeAllDeferringRemovals()
+            remote?.removeAll()
+            return memoryRemoval
         }
-        memory.removeAll()
-        remote?.removeAll()
+        memory.finish(removed, report)
     }
 
     // MARK: Trimming

@@ -16,6 +16,9 @@
 ///
 /// Plain lookups (`cache[key]`, ``Cache/value(forKey:)``, ``Cache/contains(_:)``) never reload,
 /// never wait, and never return a value past its expiry.
+///
+/// Any duration works: one longer than 100 years counts as 100 years (so `.seconds(Int64.max)` is
+/// forever), a negative one as zero.
 public struct Freshness: Sendable, Hashable {
     /// A get-or-load that finds a value stored longer ago than this returns it at once and starts
     /// one background reload of the key (joining a load already under way). A reload that

@@ -360,6 +360,22 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         forEachShard { shard, removed in shard.removeAll(removed: &removed) }
     }
 
+    /// ``removeAll()`` that leaves the listener untold, as
+    /// ``removeValueDeferringRemovals(forKey:)``: the entries for ``finish(_:_:)`` and the shards'
+    /// summed report.
+    func removeAllDeferringRemovals() -> (RemovedEntries<Key, Value>, ShardReport?) {
+        var removed = RemovedEntries<Key, Value>()
+        var total: ShardReport?
+        for index in 0..<shards.count {
+            let report = shards.withLock(at: index) { shard in
+                shard.removeAll(removed: &removed)
+                return metrics == nil ? nil : shard.takeReport(force: true)
+            }
+            if let report { total = total.map { Self.sum($0, report) } ?? report }
+        }
+        return (removed, total)
+    }
+
     /// Releases every entry without telling the listener and refuses every later insert: the
     /// two-tier cache's `close()`, which is not a removal of the cached data. An insert racing it
     /// either lands before its shard is emptied or is dropped, so memory stays empty afterwards.

@@ -39,9 +39,9 @@ final class TrimScheduler: @unchecked Sendable {
     /// The shortest interval a scheduler runs at: a zero or negative interval would otherwise
     /// run passes back to back.
     static let minimumInterval = Duration.milliseconds(5)
-    /// The longest interval: about 100 years, so "never" (`.seconds(Int64.max)`) stays within what
-    /// the timer's deadline arithmetic can add to the current time.
-    static let maximumInterval = Duration.seconds(100 * 365 * 86_400)
+    /// The longest interval (``Duration/longestTimer``), so "never" (`.seconds(Int64.max)`) stays
+    /// within what the timer's deadline arithmetic can add to the current time.
+    static let maximumInterval = Duration.longestTimer
 
     /// `interval` raised to ``minimumInterval`` and lowered to ``maximumInterval``: what both
     /// tiers' schedulers and ``CacheTrimmingService`` run at.

@@ -38,14 +38,14 @@ final class RedisRemoteStore: RemoteStore {
     ) throws {
         self.executor = executor
         keys = RedisKeys(namespace: configuration.namespace)
-        timeout = configuration.commandTimeout
+        timeout = configuration.commandTimeout.forTimer
         origin = context.origin
         dropsDiskTierOnMissedChanges = configuration.missedChanges == .dropBothTiers
         logger = context.logger
         let metrics = RemoteMetrics(cacheName: context.cacheName)
         self.metrics = metrics
         breaker = CircuitBreaker(
-            threshold: configuration.failureThreshold, openDuration: configuration.openDuration, logger: context.logger,
+            threshold: configuration.failureThreshold, openDuration: configuration.openDuration.forTimer, logger: context.logger,
             onChange: { isOpen in metrics.circuitOpen.record(isOpen ? 1 : 0) })
         queue = RedisWriteQueue(limit: configuration.writeQueueLimit)
         let feed = RedisChangeFeed(origin: context.origin)
@@ -104,7 +104,7 @@ final class RedisRemoteStore: RemoteStore {
     func lease(forKey key: [UInt8], holdFor: Duration) async -> RemoteLease {
         let token = (0..<16).map { _ in UInt8.random(in: .min ... .max) }
         let leaseKey = keys.lease(key)
-        let milliseconds = max(1, holdFor.milliseconds)
+        let milliseconds = max(1, holdFor.forTimer.milliseconds)
         guard
             let reply = await run([
                 RedisCommand("SET", leaseKey, token, Array("NX".utf8), Array("PX".utf8), Array("\(milliseconds)".utf8), key: leaseKey)
@@ -125,7 +125,7 @@ final class RedisRemoteStore: RemoteStore {
 
     func waitForRecord(forKey key: [UInt8], timeout wait: Duration) async -> [UInt8]? {
         let clock = ContinuousClock()
-        let deadline = clock.now + wait
+        let deadline = clock.now + wait.forTimer
         let valueKey = keys.value(key)
         let leaseKey = keys.lease(key)
         var pause = Duration.milliseconds(2)

@@ -61,7 +61,7 @@ extension RedisClientConfiguration {
             endpoints: configuration.endpoints.map { RedisEndpoint(host: $0.host, port: $0.port) },
             username: configuration.username, password: configuration.password, tls: configuration.tls,
             tlsServerHostname: configuration.tlsServerName,
-            connectTimeout: max(.seconds(1), configuration.commandTimeout),
+            connectTimeout: max(.seconds(1), configuration.commandTimeout.forTimer),
             poolSize: configuration.connectionsPerNode)
     }
 }

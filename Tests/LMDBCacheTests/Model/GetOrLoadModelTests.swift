@@ -158,6 +158,9 @@ final class LoadWorld {
         var maybeSupersededBy: [String: String] = [:]
         /// Tags removed since it started: a value it stores carrying one of them would come back.
         var removedTags: [String: String] = [:]
+        /// When it started, on the timeout clock (milliseconds): a caller with a hard timeout
+        /// replaces it once it is `Cache.hungLoadFactor` hard timeouts old.
+        var startedAt: UInt64 = 0
 
         init(
             id: Int, keys: [String], bulk: Bool, refresh: Bool, generation: [String: Int], expiresAfter: Duration?,
@@ -311,8 +314,16 @@ final class LoadWorld {
             return task
         }
         let stale = freshness.staleIfError != nil && entries[key]?.isServableStale(now) == true
+        var joined = covering[key]
+        if let id = joined, let old = flights[id], let hard = freshness.hardTimeout,
+            timeoutNow - old.startedAt >= (hard * Cache<String, String>.hungLoadFactor).milliseconds
+        {
+            // Hung past this caller's bound: a new load replaces it, and its value is not stored.
+            old.supersededBy[key] = old.supersededBy[key] ?? "a newer load that replaced it at step \(stepIndex)"
+            joined = nil
+        }
         let flight =
-            covering[key]
+            joined
             ?? startFlight(
                 [key], bulk: false, refresh: false, expiresAfter: expiry, staleFor: freshness.staleIfError, tags: [])
         caller.pending = [key]
@@ -371,6 +382,7 @@ final class LoadWorld {
         let flight = Flight(
             id: nextFlight, keys: keys, bulk: bulk, refresh: refresh, generation: generation,
             expiresAfter: expiresAfter, staleFor: staleFor, tags: tags, started: "started at step \(stepIndex)")
+        flight.startedAt = timeoutNow
         flights[flight.id] = flight
         for key in keys { covering[key] = flight.id }
         expectedCalls += 1
@@ -526,7 +538,7 @@ final class LoadWorld {
         }
         flights[flight.id] = nil
         for key in flight.keys {
-            covering[key] = nil
+            if covering[key] == flight.id { covering[key] = nil }
             guard case .success(let value) = results[key] else { continue }
             let removedTag = tags.compactMap { flight.removedTags[$0] }.first
             if !cacheable {
@@ -582,13 +594,13 @@ final class LoadWorld {
 
     // MARK: Settling and checking
 
-    /// Waiters on `key`'s flight: single callers (exact), bulk callers joining another's load (each
-    /// may count or not, as the coalescer registers them).
+    /// Waiters on `key`'s flights (the current one and any it replaced): single callers (exact),
+    /// bulk callers joining another's load (each may count or not, as the coalescer registers them).
     func waiterBounds(_ key: String) -> ClosedRange<Int> {
-        guard let flight = covering[key] else { return 0...0 }
         var singles = 0
         var bulk = 0
-        for caller in callers.values where caller.expected == nil && caller.waiting[key] == flight {
+        for caller in callers.values where caller.expected == nil {
+            guard let flight = caller.waiting[key] else { continue }
             if caller.single { singles += 1 } else if caller.ownFlight != flight { bulk += 1 }
         }
         return singles...(singles + bulk)
