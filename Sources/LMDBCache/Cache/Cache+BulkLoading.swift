@@ -134,7 +134,13 @@ extension Cache {
                 results[key] = .success(found.value)
                 continue
             }
-            loads.noteStart(key, flight: flight, tags: currentTags(forKey: key))
+            // A load that finished between the caller's miss and this claim left its value: look
+            // once more, uncounted, rather than load the key twice.
+            if !refresh, let value = uncountedValue(forKey: key) {
+                results[key] = .success(value)
+                continue
+            }
+            noteStart(key, flight: flight)
             keys.append(key)
         }
         guard !keys.isEmpty else { return results }

@@ -181,6 +181,7 @@ extension Cache {
     /// (or one written since) is not reloaded again.
     func refresh(_ key: Key, _ request: LoadRequest, dueAfter: Duration) {
         loads.start(forKey: key) { [self] flight in
+            if isClosedForLoading { return .failure(CacheError.closed) }  // not a failed refresh
             if let found = entryForLoad(forKey: key, counting: false), !found.isStale,
                 !isDue(stored: found.stored, after: dueAfter)
             {
@@ -202,9 +203,7 @@ extension Cache {
         _ request: LoadRequest, forKey key: Key, flight: UInt64
     ) async -> (result: Result<Value, any Error>, stored: Bool) {
         if isClosedForLoading { return (.failure(CacheError.closed), false) }
-        // Before anything is read from a source: a tag removal from here on covers this load when
-        // the key's entry carries the tag.
-        loads.noteStart(key, flight: flight, tags: currentTags(forKey: key))
+        noteStart(key, flight: flight)
         var lease: [UInt8]?
         // Whether Redis was found without a record for the key: the loaded value then goes there
         // only if none arrived meanwhile (a record that was there, expired or unusable, is replaced).
@@ -295,8 +294,8 @@ extension Cache {
     /// The result of `key`'s load (joining one under way), with `stale` served when the loader
     /// throws or is slower than the timeouts allow. A caller whose wait ends without the result
     /// (a timeout, a cancellation) leaves the load, which goes on. With a hard timeout, a load
-    /// under way for ``hungLoadFactor`` times it is not joined: a new one starts, and the hung
-    /// one's result, should it come, is not stored.
+    /// under way for ``hungLoadBound(_:)`` is not joined: a new one starts, and the old one's
+    /// result, should it come, is stored only if the new one has not stored first.
     func wait(
         forKey key: Key, stale: StoredValue<Value>?, freshness: Freshness,
         run: @escaping LoadCoalescer<Key, Value>.Run
@@ -307,8 +306,7 @@ extension Cache {
             if soft == nil && hard == nil { return try await loads.value(forKey: key, run: run) }
             // Joined (or started) here, not in the task that waits for it: a timer may end the
             // wait before that task runs, and the load must go on all the same, once.
-            let (flight, result) = loads.join(
-                forKey: key, replacingAfter: hard.map { $0 * Self.hungLoadFactor }, run: run)
+            let (flight, result) = loads.join(forKey: key, replacingAfter: hard.map(Self.hungLoadBound), run: run)
             defer { loads.leave(key, flight: flight, promise: result) }
             let clock = configuration.timeoutClock
             return try await withThrowingTaskGroup(of: LoadOutcome.self) { group in
@@ -350,9 +348,20 @@ extension Cache {
         }
     }
 
-    /// How many hard timeouts a load may run before a caller with that hard timeout starts a new
-    /// one instead of joining it (``Freshness/hardTimeout``).
-    static var hungLoadFactor: Int { 4 }
+    /// How long a load may run before a caller with hard timeout `hard` starts a new one instead
+    /// of joining it: four hard timeouts, and at least a second (so a zero timeout still
+    /// coalesces, and a key's loads start at most once a second).
+    static func hungLoadBound(_ hard: Duration) -> Duration {
+        max(hard * 4, .seconds(1))
+    }
+
+    /// Notes, before anything is read from a source, the tags of the entry run `flight` of `key`
+    /// replaces: a tag removal from here on covers the load when the entry carries the tag. Under
+    /// the key's write lock, so a write of the key is wholly before (its tags are the ones
+    /// noted) or after (it supersedes the run).
+    func noteStart(_ key: Key, flight: UInt64) {
+        withWriteLock(for: key) { loads.noteStart(key, flight: flight, tags: currentTags(forKey: key)) }
+    }
 
     /// The stored bytes of the tags `key`'s entry carries now (live or stale, memory or disk):
     /// what a load beginning now replaces.

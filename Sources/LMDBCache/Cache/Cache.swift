@@ -478,6 +478,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             let (removed, report) = writeLocks.withLock(for: key) { () -> (RemovedEntries<Key, Value>, ShardReport?) in
                 if let flight {
                     if loads.isSuperseded(key, flight: flight, storing: tags) { return (RemovedEntries(), nil) }
+                    loads.supersede(key, before: flight)
                 } else {
                     loads.supersede(key)
                 }
@@ -532,6 +533,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         let (removed, report) = writeLocks.withLock(for: key) { () -> (RemovedEntries<Key, Value>, ShardReport?) in
             if let flight {
                 if loads.isSuperseded(key, flight: flight, storing: tags) { return (RemovedEntries(), nil) }
+                loads.supersede(key, before: flight)
             } else {
                 loads.supersede(key)
             }
@@ -721,6 +723,11 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     var isClosedForLoading: Bool { isClosed.value }
+
+    /// Runs `body` holding `key`'s write lock (`body` must not call user code).
+    func withWriteLock<T>(for key: Key, _ body: () -> T) -> T {
+        writeLocks.withLock(for: key, body)
+    }
 
     func countLoad() {
         counters.load()

@@ -9,17 +9,18 @@ import Synchronization
 /// Each run is a flight with an identity, which `run` receives: the cache asks with it whether
 /// the run's result may still be stored (``isSuperseded(_:flight:storing:)``). A removal or write
 /// covering the key since the run began its work supersedes it (``supersede(_:)``,
-/// ``supersede(taggedWith:)``, ``supersedeAll()``), and so does a newer run that replaced it
-/// after it hung past a caller's bound (``join(forKey:replacingAfter:run:)``).
+/// ``supersede(taggedWith:)``, ``supersedeAll()``), and so does a newer run of the key that stored
+/// its value first (``supersede(_:before:)``).
 final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     typealias Outcome = Result<Value, any Error>
     /// A load's work: given its flight's identity, its result.
     typealias Run = @Sendable (_ flight: UInt64) async -> Outcome
     private typealias Waiter = CheckedContinuation<Value, any Error>
 
-    /// Tag removals a run remembers, at most, for the tags its value will carry; past that any
-    /// tag on its value keeps it out of the cache (a burst of tag removals during one slow load).
-    static var rememberedTagRemovals: Int { 16 }
+    /// Distinct tag removals a run remembers, at most, for the tags its value will carry; past
+    /// that any tag on its value keeps it out of the cache (more distinct tags removed during one
+    /// load than any workload this library knows of).
+    static var rememberedTagRemovals: Int { 1_024 }
 
     /// One run under way for a key.
     private struct Flight {
@@ -76,13 +77,20 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct State {
         var nextID: UInt64 = 0
         var flights: [Key: Flight] = [:]
-        /// Runs a newer run replaced after they hung past a caller's bound, kept (superseded)
-        /// until they end, for the callers that still wait on them.
+        /// Runs a newer run replaced after they hung past a caller's bound, kept until they end,
+        /// for the callers that still wait on them: each stores its result unless a write, a
+        /// removal or a newer run of its key came first.
         var replaced: [Replaced: Flight] = [:]
 
         mutating func newID() -> UInt64 {
             nextID += 1
             return nextID
+        }
+
+        /// Calls `body` on each replaced run of `key`.
+        mutating func forEachReplaced(of key: Key, _ body: (inout Flight) -> Void) {
+            guard !replaced.isEmpty else { return }
+            for place in replaced.keys where place.key == key { body(&replaced[place]!) }
         }
 
         /// The run with identity `id`, current or replaced.
@@ -99,7 +107,8 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     private let state = Locked(State())
-    /// `state.flights.count`, readable without the lock: a write checks it on every call.
+    /// Runs under way, replaced ones included (`state.flights.count + state.replaced.count`),
+    /// readable without the lock: a write checks it on every call.
     private let flightCount = Atomic<Int>(0)
     /// The time on the cache's timeout clock, for a run's age.
     private let now: @Sendable () -> Duration
@@ -218,22 +227,20 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// (``leave(_:flight:promise:)``); the run goes on.
     ///
     /// A run under way for longer than `replacingAfter` (a loader that hangs) is not joined: a
-    /// new run replaces it, and the old one's result, should it come, is handed to its own
-    /// callers but not stored (the new run's is).
+    /// new run replaces it as the key's run. The old one's result, should it come, is handed to
+    /// its own callers, and stored unless the newer run (or a write) stored first.
     func join(
         forKey key: Key, replacingAfter bound: Duration? = nil, run: @escaping Run
     ) -> (flight: UInt64, promise: LoadPromise<Outcome>) {
         let promise = LoadPromise<Outcome>()
         let started = now()
         let (flight, isNew) = state.withLock { state -> (UInt64, Bool) in
-            if var current = state.flights[key] {
+            if let current = state.flights[key] {
                 guard let bound, started - current.started >= bound else {
                     state.flights[key]!.promises[ObjectIdentifier(promise)] = promise
                     return (current.id, false)
                 }
-                current.isSuperseded = true
-                state.replaced[Replaced(key: key, id: current.id)] = current
-                flightCount.subtract(1, ordering: .sequentiallyConsistent)
+                state.replaced[Replaced(key: key, id: current.id)] = current  // still counted
             }
             var flight = Flight(id: state.newID(), started: started)
             flight.promises[ObjectIdentifier(promise)] = promise
@@ -277,7 +284,14 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         guard flightCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
         state.withLock { state in
             if state.flights[key] != nil { state.flights[key]!.isSuperseded = true }
+            state.forEachReplaced(of: key) { $0.isSuperseded = true }
         }
+    }
+
+    /// A run of `key` stored its value: the other runs of the key that began before it (those it
+    /// replaced) may no longer store theirs over it.
+    func supersede(_ key: Key, before flight: UInt64) {
+        state.withLock { state in state.forEachReplaced(of: key) { if $0.id < flight { $0.isSuperseded = true } } }
     }
 
     /// ``supersede(_:)`` for every run under way (a removal of everything).
@@ -285,6 +299,7 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         guard flightCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
         state.withLock { state in
             for key in state.flights.keys { state.flights[key]!.isSuperseded = true }
+            for place in state.replaced.keys { state.replaced[place]!.isSuperseded = true }
         }
     }
 
@@ -296,6 +311,7 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         guard flightCount.load(ordering: .sequentiallyConsistent) > 0 else { return }
         state.withLock { state in
             for key in state.flights.keys { state.flights[key]!.removed(tag: tag) }
+            for place in state.replaced.keys { state.replaced[place]!.removed(tag: tag) }
         }
     }
 
@@ -328,11 +344,12 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private func finish(_ key: Key, _ id: UInt64, with result: Outcome) {
         let flight = state.withLock { state -> Flight? in
-            if state.flights[key]?.id == id {
-                flightCount.subtract(1, ordering: .sequentiallyConsistent)
-                return state.flights.removeValue(forKey: key)
-            }
-            return state.replaced.removeValue(forKey: Replaced(key: key, id: id))
+            let flight =
+                state.flights[key]?.id == id
+                ? state.flights.removeValue(forKey: key)
+                : state.replaced.removeValue(forKey: Replaced(key: key, id: id))
+            if flight != nil { flightCount.subtract(1, ordering: .sequentiallyConsistent) }
+            return flight
         }
         guard let flight else { return }
         for waiter in flight.waiters.values { waiter.resume(with: result) }

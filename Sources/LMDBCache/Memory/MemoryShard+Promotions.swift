@@ -27,19 +27,21 @@ extension MemoryShard {
         if refusals.count < Self.refusalMemory {
             refusals.append((tag, generation))
         } else {
-            // The ring is full: the refusal it forgets still refuses, for every key, the
-            // promotions that missed before it (a conservative refusal costs one disk read).
-            forgottenRefusal = max(forgottenRefusal, refusals[nextRefusal].generation &+ 1)
+            // The ring is full: the refusal it forgets must still refuse the promotions that
+            // missed before it. Moving the generation refuses every promotion that missed so far
+            // (a conservative refusal costs one disk read); later misses promote as usual.
+            generation &+= 1
             refusals[nextRefusal] = (tag, generation)
         }
         nextRefusal = (nextRefusal + 1) % Self.refusalMemory
     }
 
     /// True when a promotion of the key with slot tag `tag` was refused at or after `generation`
-    /// (among the last ``refusalMemory`` refusals; for older ones, any key's): a promotion that
-    /// missed then read the disk no later than the refused one, and may hold an older record.
+    /// (among the last ``refusalMemory`` refusals; an older one moved the generation): a
+    /// promotion that missed then read the disk no later than the refused one, and may hold an
+    /// older record.
     @inlinable
     func wasRefused(tag: UInt32, since generation: UInt64) -> Bool {
-        forgottenRefusal > generation || refusals.contains { $0.tag == tag && $0.generation >= generation }
+        refusals.contains { $0.tag == tag && $0.generation >= generation }
     }
 }

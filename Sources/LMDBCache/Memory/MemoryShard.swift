@@ -146,10 +146,6 @@ struct MemoryShard<Key: Hashable, Value> {
     /// first refusal.
     @usableFromInline var refusals: [(tag: UInt32, generation: UInt64)] = []
     @usableFromInline var nextRefusal = 0
-    /// One past the newest generation of a refusal the ring no longer holds (0: none): a
-    /// promotion that missed at or before that generation may have raced that refusal, and is
-    /// refused too.
-    @usableFromInline var forgottenRefusal: UInt64 = 0
     @inlinable static var refusalMemory: Int { 8 }
     /// For each node that carries tags (flagged ``Node/hasTags``): its tags. Few entries have
     /// any, so they live here rather than in every node.
@@ -434,7 +430,6 @@ struct MemoryShard<Key: Hashable, Value> {
         links = []
         servedUntil = [:]
         refusals = []
-        forgottenRefusal = 0
         entryTags = [:]
         taggedNodes = [:]
         table.removeAll()

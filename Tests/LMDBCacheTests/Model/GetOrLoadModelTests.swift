@@ -159,7 +159,7 @@ final class LoadWorld {
         /// Tags removed since it started: a value it stores carrying one of them would come back.
         var removedTags: [String: String] = [:]
         /// When it started, on the timeout clock (milliseconds): a caller with a hard timeout
-        /// replaces it once it is `Cache.hungLoadFactor` hard timeouts old.
+        /// replaces it once it is `Cache.hungLoadBound(hard)` old.
         var startedAt: UInt64 = 0
 
         init(
@@ -316,10 +316,10 @@ final class LoadWorld {
         let stale = freshness.staleIfError != nil && entries[key]?.isServableStale(now) == true
         var joined = covering[key]
         if let id = joined, let old = flights[id], let hard = freshness.hardTimeout,
-            timeoutNow - old.startedAt >= (hard * Cache<String, String>.hungLoadFactor).milliseconds
+            timeoutNow - old.startedAt >= Cache<String, String>.hungLoadBound(hard).milliseconds
         {
-            // Hung past this caller's bound: a new load replaces it, and its value is not stored.
-            old.supersededBy[key] = old.supersededBy[key] ?? "a newer load that replaced it at step \(stepIndex)"
+            // Hung past this caller's bound: a new load replaces it as the key's load; the old one
+            // still stores, unless the new one (or a write) stores first.
             joined = nil
         }
         let flight =
@@ -398,9 +398,12 @@ final class LoadWorld {
         entries[key] = entry
         undecided[key] = nil
         bump(key)
-        if let flight = covering[key].flatMap({ flights[$0] }), flight.supersededBy[key] == nil {
-            flight.supersededBy[key] = why
-        }
+        for flight in flights(of: key) where flight.supersededBy[key] == nil { flight.supersededBy[key] = why }
+    }
+
+    /// Every load of `key` under way: the key's current one, and those it replaced.
+    func flights(of key: String) -> [Flight] {
+        flights.values.filter { $0.keys.contains(key) }
     }
 
     func bump(_ key: String) {
@@ -418,7 +421,7 @@ final class LoadWorld {
             undecided[key] = nil
             guard held else { continue }
             bump(key)
-            if let flight = covering[key].flatMap({ flights[$0] }), flight.supersededBy[key] == nil {
+            for flight in flights(of: key) where flight.supersededBy[key] == nil {
                 flight.maybeSupersededBy[key] = flight.maybeSupersededBy[key] ?? why
             }
         }
@@ -451,7 +454,7 @@ final class LoadWorld {
                     entries[key] = nil
                     undecided[key] = nil
                     bump(key)
-                    if let flight = covering[key].flatMap({ flights[$0] }), flight.supersededBy[key] == nil {
+                    for flight in flights(of: key) where flight.supersededBy[key] == nil {
                         flight.maybeSupersededBy[key] = flight.maybeSupersededBy[key] ?? why
                     }
                 }
@@ -553,6 +556,10 @@ final class LoadWorld {
                     undecided[key] = (entry, entries[key])
                 }
                 entries[key] = entry
+                // The loads of the key it replaced may no longer store over it.
+                for older in flights(of: key) where older.id < flight.id && older.supersededBy[key] == nil {
+                    older.supersededBy[key] = "\(flight.name), a newer load of the key, which stored first"
+                }
             }
         }
         for caller in callers.values.sorted(by: { $0.id < $1.id }) where caller.expected == nil {

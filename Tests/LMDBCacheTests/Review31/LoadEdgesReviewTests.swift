@@ -205,6 +205,62 @@ struct LoadEdgesReviewTests {
         #expect(try cache.disk!.data(forKey: "k") == Array("fresh".utf8))
     }
 
+    @Test("a load that is only slow, replaced by a later caller, still stores its value when no newer one came")
+    func slowReplacedLoadStillStores() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let timeouts = ManualTimeoutClock()
+        let cache = try FreshnessTests.open(dir, clock: ManualClock(), timeouts: timeouts)
+        defer { cache.close() }
+        let freshness = Freshness(hardTimeout: .seconds(1))
+        var previous: GatedLoader?
+        for round in 0..<3 {
+            let loader = GatedLoader()
+            let caller = Task {
+                // Reloads, so a value stored by an earlier round does not answer it.
+                try await cache.value(forKey: "k", policy: .reloadIgnoringCache, freshness: freshness) {
+                    try await loader.load { _ in "v\(round)" }
+                }
+            }
+            await Self.waitUntil { loader.count == 1 && timeouts.sleeperCount == 1 }
+            if let previous {
+                // The replaced load (slow, not hung) ends now, with no newer value stored.
+                previous.open()
+                await Self.waitUntil { cache.loads.runCount == 1 }
+                #expect(cache["k"] == "v\(round - 1)", "round \(round): the only value loaded was discarded")
+            }
+            timeouts.advance(by: .seconds(1))
+            _ = try? await caller.value
+            timeouts.advance(by: .seconds(3))
+            previous = loader
+        }
+        previous?.open()
+        await Self.waitUntil { cache.loads.runCount == 0 }
+        #expect(cache["k"] == "v2")
+    }
+
+    @Test("callers with a zero hard timeout still join the load under way: one loader call")
+    func zeroHardTimeoutCoalesces() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let timeouts = ManualTimeoutClock()
+        let cache = try FreshnessTests.open(dir, clock: ManualClock(), timeouts: timeouts)
+        defer { cache.close() }
+        let loader = GatedLoader()
+        for _ in 0..<3 {
+            await #expect(throws: CacheError.self) {
+                try await cache.value(forKey: "k", freshness: Freshness(hardTimeout: .zero)) {
+                    try await loader.load { "v\($0)" }
+                }
+            }
+        }
+        await Self.waitUntil { loader.count >= 1 }
+        #expect(loader.count == 1)
+        loader.open()
+        await Self.waitUntil { cache.loads.runCount == 0 }
+        #expect(cache["k"] == "v1")
+    }
+
     // MARK: 6. A late refresh
 
     @Test(
@@ -270,6 +326,7 @@ struct LoadEdgesReviewTests {
         }
         await Self.waitUntil { cache.loads.runCount == 0 }
         #expect(loader.count == 0)
+        #expect(cache.statistics.refreshFailures == 0, "a refresh the close stopped is not a failed one")
     }
 }
 

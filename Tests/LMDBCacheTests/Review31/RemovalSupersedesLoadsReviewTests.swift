@@ -226,7 +226,7 @@ struct RemovalSupersedesLoadsReviewTests {
         #expect(cache.statistics.failedWrites == 0)
     }
 
-    @Test("a promotion that missed before a refusal the ring has forgotten is still refused")
+    @Test("a promotion that missed before a refusal the ring has forgotten is still refused; later ones land")
     func forgottenRefusalStillRefuses() {
         let cache = MemoryTagTests.cache(shards: 1)
         cache.insert(0, forKey: 100)  // moves the generation off its start
@@ -234,15 +234,87 @@ struct RemovalSupersedesLoadsReviewTests {
         cache.insert(0, forKey: 101)
         // A reader of key 1 misses now, at the current generation...
         let (_, now) = cache.lookUp(1)
-        // ...and a reader of key 1 that missed earlier is refused now (no entry to drop: the
-        // generation stays), then more refusals than the ring holds, of other keys.
+        // ...and a reader of key 1 that missed earlier is refused now (no entry to drop), then
+        // more refusals than the ring holds, of other keys.
         cache.insert(1, forKey: 1, cost: nil, expires: 0, now: cache.now, ifGeneration: before)
         for key in 2..<(2 + MemoryShard<Int, Int>.refusalMemory) {
             cache.insert(key, forKey: key, cost: nil, expires: 0, now: cache.now, ifGeneration: before)
         }
-        #expect(cache.lookUp(1).generation == now, "refusals without an entry to drop keep the generation")
         // The later miss read the disk no later than the refused one: refused too.
         cache.insert(1, forKey: 1, cost: nil, expires: 0, now: cache.now, ifGeneration: now)
         #expect(!cache.contains(1), "a promotion raced a refusal the ring forgot, and landed")
+        // A miss after all that, racing nothing, promotes.
+        for _ in 0..<10 {
+            let (_, generation) = cache.lookUp(50)
+            cache.insert(50, forKey: 50, cost: nil, expires: 0, now: cache.now, ifGeneration: generation)
+        }
+        #expect(cache.contains(50), "a promotion that raced nothing was refused")
+    }
+
+    @Test("a full refusal ring that forgot nothing does not refuse a later promotion")
+    func fullRingForgettingNothing() {
+        let cache = MemoryTagTests.cache(shards: 1)
+        cache.insert(0, forKey: 100)
+        let (_, before) = cache.lookUp(1)
+        cache.insert(0, forKey: 101)
+        for key in 1...MemoryShard<Int, Int>.refusalMemory {
+            cache.insert(key, forKey: key, cost: nil, expires: 0, now: cache.now, ifGeneration: before)
+        }
+        let (_, generation) = cache.lookUp(50)
+        cache.insert(50, forKey: 50, cost: nil, expires: 0, now: cache.now, ifGeneration: generation)
+        #expect(cache.contains(50))
+    }
+
+    @Test("many removals of tags a load does not carry, during the load, leave its tagged value stored")
+    func manyUnrelatedTagRemovals() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let cache = try FreshnessTests.open(dir, clock: ManualClock())
+        defer { cache.close() }
+        let loader = GatedLoader()
+        let call = Task {
+            try await cache.value(forKey: "k") { context in
+                context.tags = ["mine"]
+                return try await loader.load { _ in "loaded" }
+            }
+        }
+        await Self.waitUntil { loader.count == 1 }
+        for index in 0..<100 { cache.removeAll(taggedWith: "other\(index)") }
+        loader.open()
+        #expect(try await call.value == "loaded")
+        await Self.waitUntil { cache.loads.runCount == 0 }
+        #expect(cache["k"] == "loaded", "no removal covered k or its tag")
+    }
+
+    @Test(
+        "search: an insert racing a load's start, then a removal of the insert's tag: nothing the removal covers survives it"
+    )
+    func insertRacingLoadStart() async throws {
+        let cache = try FreshnessTests.open(nil, clock: ManualClock())
+        defer { cache.close() }
+        var survivors: [String] = []
+        for round in 0..<2_000 {
+            let key = "k\(round)"
+            let gate = AsyncGate()
+            let called = Locked(false)
+            let inserted = Locked(false)
+            DispatchQueue.global().async {
+                cache.insert("W", forKey: key, tags: ["t"])
+                inserted.withLock { $0 = true }
+            }
+            let load = Task {
+                try await cache.value(forKey: key, policy: .reloadIgnoringCache) {
+                    called.withLock { $0 = true }
+                    await gate.wait()
+                    return "L"
+                }
+            }
+            await Self.waitUntil { called.withLock { $0 } && inserted.withLock { $0 } }
+            cache.removeAll(taggedWith: "t")
+            gate.open()
+            _ = try await load.value
+            if cache[key] != nil { survivors.append(key) }
+        }
+        #expect(survivors.isEmpty, "\(survivors.count) loads that began before the removal stored after it")
     }
 }
