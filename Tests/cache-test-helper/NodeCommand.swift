@@ -77,7 +77,9 @@ enum NodeCommand {
                     answer("error leaseload K V MS")
                     return
                 }
-                let freshness = Freshness(lease: LoadLease(holdFor: .seconds(30), waitFor: .seconds(20)))
+                // Waiters wait for the holder's load as long as a hang (the tests' 300 s): however
+                // slow the machine, the loader runs once (a waiter that gave up would run it again).
+                let freshness = Freshness(lease: LoadLease(holdFor: .seconds(600), waitFor: .seconds(300)))
                 answer(load(cache, operands[0], operands[1], freshness: freshness, delay: delay))
             case ("get", 1):
                 answer(cache.value(forKey: operands[0]) ?? "missing")

@@ -13,13 +13,13 @@ struct RedisAuthenticationTests {
         let server = try await RedisServer(password: "s3cret")
         defer { server.stop() }
         let pool = try RedisConnectionPool(configuration: server.configuration(), logger: testLogger)
-        #expect(try await pool.execute([RedisCommand("PING")], timeout: .seconds(10)) == [.simpleString(bytes("PONG"))])
+        #expect(try await pool.execute([RedisCommand("PING")], timeout: hangBound) == [.simpleString(bytes("PONG"))])
         await pool.close()
         for version in [RedisClientConfiguration.ProtocolVersion.resp2, .resp3] {
             let wrong = try RedisConnectionPool(
                 configuration: server.configuration(password: "wrong", protocolVersion: version), logger: testLogger)
             await #expect {
-                try await wrong.execute([RedisCommand("PING")], timeout: .seconds(10))
+                try await wrong.execute([RedisCommand("PING")], timeout: hangBound)
             } throws: { error in
                 if case .authenticationFailed = error as? RedisClientError { return true }
                 return false
@@ -30,7 +30,7 @@ struct RedisAuthenticationTests {
         anonymous.password = nil
         let none = try RedisConnectionPool(configuration: anonymous, logger: testLogger)
         await #expect {
-            try await none.execute([RedisCommand("PING")], timeout: .seconds(10))
+            try await none.execute([RedisCommand("PING")], timeout: hangBound)
         } throws: { error in
             if case .authenticationFailed = error as? RedisClientError { return true }
             return false
@@ -48,21 +48,21 @@ struct RedisAuthenticationTests {
                 RedisCommand(
                     "ACL", bytes("SETUSER"), bytes("app"), bytes("on"), bytes(">pw"), bytes("~*"), bytes("&*"),
                     bytes("+@all"))
-            ], timeout: .seconds(10))
+            ], timeout: hangBound)
         #expect(created == [.simpleString(bytes("OK"))])
         await admin.close()
         for version in [RedisClientConfiguration.ProtocolVersion.resp2, .resp3] {
             let app = try RedisConnectionPool(
                 configuration: server.configuration(username: "app", password: "pw", protocolVersion: version),
                 logger: testLogger)
-            let whoami = try await app.execute([RedisCommand("ACL", bytes("WHOAMI"))], timeout: .seconds(10))
+            let whoami = try await app.execute([RedisCommand("ACL", bytes("WHOAMI"))], timeout: hangBound)
             #expect(whoami == [.bulkString(bytes("app"))])
             await app.close()
             let wrong = try RedisConnectionPool(
                 configuration: server.configuration(username: "app", password: "nope", protocolVersion: version),
                 logger: testLogger)
             await #expect {
-                try await wrong.execute([RedisCommand("PING")], timeout: .seconds(10))
+                try await wrong.execute([RedisCommand("PING")], timeout: hangBound)
             } throws: { error in
                 if case .authenticationFailed = error as? RedisClientError { return true }
                 return false
@@ -80,7 +80,7 @@ struct RedisAuthenticationTests {
                 configuration: server.configuration(protocolVersion: version), logger: testLogger)
             let value = [UInt8](repeating: 0xAB, count: 1 << 20)
             let replies = try await pool.execute(
-                [RedisCommand("SET", bytes("k"), value), RedisCommand("GET", bytes("k"))], timeout: .seconds(10))
+                [RedisCommand("SET", bytes("k"), value), RedisCommand("GET", bytes("k"))], timeout: hangBound)
             #expect(replies == [.simpleString(bytes("OK")), .bulkString(value)])
             await pool.close()
         }
@@ -90,7 +90,7 @@ struct RedisAuthenticationTests {
         wrongCA.tls = tls
         let pool = try RedisConnectionPool(configuration: wrongCA, logger: testLogger)
         await #expect {
-            try await pool.execute([RedisCommand("PING")], timeout: .seconds(10))
+            try await pool.execute([RedisCommand("PING")], timeout: hangBound)
         } throws: { error in
             if case .connectFailed = error as? RedisClientError { return true }
             return false

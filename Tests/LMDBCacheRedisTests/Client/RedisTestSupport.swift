@@ -28,9 +28,9 @@ extension RedisServer {
         return RedisClientConfiguration(
             endpoints: [endpoint], username: username ?? self.username, password: password ?? self.password, tls: tls,
             tlsServerHostname: tls == nil ? nil : "localhost",
-            // Generous: the suites run in parallel on a loaded 2-core machine; a handshake that
-            // took more than a second failed them once.
-            connectTimeout: .seconds(10), poolSize: poolSize, protocolVersion: protocolVersion)
+            // Only a hang reaches it: a handshake that took more than a second on a loaded
+            // 2-core machine once failed the suites.
+            connectTimeout: hangBound, poolSize: poolSize, protocolVersion: protocolVersion)
     }
 }
 #endif

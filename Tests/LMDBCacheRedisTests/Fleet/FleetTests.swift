@@ -10,7 +10,7 @@ struct FleetTests {
     static func fleet(_ server: RedisServer, options: [String] = []) async throws -> [FleetNode] {
         let nodes = try (1...3).map { try FleetNode("node\($0)", port: server.port, options: options) }
         for node in nodes {
-            guard try await node.waitFor({ $0["subscribed"] == 1 }) else {
+            guard try await node.waitFor("subscribed", { $0["subscribed"] == 1 }) else {
                 throw FleetNode.Failure(description: "\(node.name) did not subscribe")
             }
         }
@@ -22,7 +22,7 @@ struct FleetTests {
         let server = try await RedisServer()
         let nodes = try await Self.fleet(server)
         try await nodes[0].put("k", "v1")
-        #expect(try await nodes[0].waitFor { $0["writes", default: 0] >= 1 })
+        try await nodes[0].waitFor("the write reached Redis") { $0["writes", default: 0] >= 1 }
         let load = try await nodes[1].load("k", "fromLoader")
         #expect(load.value == "v1")
         #expect(!load.loaded)
@@ -36,7 +36,7 @@ struct FleetTests {
         let nodes = try await Self.fleet(server)
         try await nodes[0].put("a", "a1", tags: ["t"])
         try await nodes[0].put("b", "b1", tags: ["t"])
-        #expect(try await nodes[0].waitFor { $0["writes", default: 0] >= 2 })
+        try await nodes[0].waitFor("the two writes reached Redis") { $0["writes", default: 0] >= 2 }
         for node in nodes[1...] {
             #expect(try await node.load("a", "x").value == "a1")
             #expect(try await node.load("b", "x").value == "b1")
@@ -46,7 +46,7 @@ struct FleetTests {
 
         try await nodes[0].put("a", "a2", tags: ["t"])
         for (node, before) in zip(nodes[1...], received) {
-            #expect(try await node.waitFor { $0["received", default: 0] >= before + 1 })
+            try await node.waitFor("heard of the overwrite") { $0["received", default: 0] >= before + 1 }
             #expect(try await node.get("a") == nil, "\(node.name)'s local copy is dropped")
             let load = try await node.load("a", "x")
             #expect(load.value == "a2")
@@ -55,14 +55,14 @@ struct FleetTests {
 
         #expect(try await nodes[0].removeAll(taggedWith: "t") == 2)
         for (node, before) in zip(nodes[1...], received) {
-            #expect(try await node.waitFor { $0["received", default: 0] >= before + 2 })
+            try await node.waitFor("heard of the tag removal") { $0["received", default: 0] >= before + 2 }
             #expect(try await node.get("a") == nil)
             #expect(try await node.get("b") == nil)
         }
         // Gone from Redis too: node 2's loader runs, and node 3 then reads node 2's value.
         let reloaded = try await nodes[1].load("b", "reloaded")
         #expect(reloaded.value == "reloaded" && reloaded.loaded)
-        #expect(try await nodes[1].waitFor { $0["writes", default: 0] >= 1 })
+        try await nodes[1].waitFor("the reloaded value reached Redis") { $0["writes", default: 0] >= 1 }
         #expect(try await nodes[2].load("b", "x").value == "reloaded")
         for node in nodes { await node.quit() }
     }
@@ -72,8 +72,9 @@ struct FleetTests {
         let server = try await RedisServer()
         let nodes = try await Self.fleet(server)
         for round in 0..<5 {
-            // The loader takes 300 ms: long enough that the others ask while it holds the lease
-            // (and if one asks after, it finds the value: the loader still runs once).
+            // The loader takes 300 ms, so that the others likely ask while it holds the lease; the
+            // verdict does not depend on it: one that asks after finds the value (the loader still
+            // runs once), and a waiter waits for the holder as long as a hang.
             for node in nodes { try node.send("leaseload cold\(round) v\(round) 300") }
             var loads: [FleetNode.Load] = []
             for node in nodes { loads.append(try FleetNode.parseLoad(try await node.answer(), node.name)) }
@@ -83,24 +84,26 @@ struct FleetTests {
         for node in nodes { await node.quit() }
     }
 
-    @Test("Redis killed: nodes answer from their local tiers within the command timeout; restarted: they reconnect, drop their memory tiers and send what they wrote meanwhile")
+    @Test(
+        "Redis killed: nodes answer from their local tiers and loaders while it is down; restarted: they reconnect, drop their memory tiers and send what they wrote meanwhile"
+    )
     func redisKilledAndRestarted() async throws {
         let server = try await RedisServer()
         // 200 ms command timeout; the circuit opens after 3 failures, for 300 ms.
         let nodes = try await Self.fleet(server, options: ["timeout=200", "threshold=3", "open=300"])
         for (index, node) in nodes.enumerated() { try await node.put("local\(index)", "kept\(index)") }
-        for node in nodes { #expect(try await node.waitFor { $0["writes", default: 0] >= 1 }) }
+        for node in nodes { try await node.waitFor("the write reached Redis") { $0["writes", default: 0] >= 1 } }
 
         server.kill()
+        // Every load ends with Redis still dead, from the loader: none waits for the server to
+        // come back. How soon one ends (the command timeout, 200 ms) is a matter of time, which no
+        // test judges; a call that never ended would have its node reported hung.
         for (index, node) in nodes.enumerated() {
             #expect(try await node.get("local\(index)") == "kept\(index)")
             for round in 0..<6 {
                 let load = try await node.load("cold\(index)-\(round)", "v")
                 #expect(load.value == "v")
                 #expect(load.loaded)
-                // The bound is the command timeout (200 ms): a margin of ten for a loaded
-                // machine; a call that waited on a dead server would take seconds.
-                #expect(load.milliseconds < 2_000, "\(node.name): \(load.milliseconds) ms")
             }
             let counts = try await node.stats()
             #expect(counts["failures", default: 0] >= 3)
@@ -111,9 +114,11 @@ struct FleetTests {
 
         try await server.restart()
         for node in nodes {
-            #expect(try await node.waitFor { $0["drops", default: 0] >= 1 && $0["open", default: 1] == 0 })
+            try await node.waitFor("reconnected: the memory tier dropped, the circuit closed") {
+                $0["drops", default: 0] >= 1 && $0["open", default: 1] == 0
+            }
         }
-        #expect(try await nodes[0].waitFor { $0["writes", default: 0] >= 2 })
+        try await nodes[0].waitFor("the write made while down reached Redis") { $0["writes", default: 0] >= 2 }
         let load = try await nodes[2].load("late", "x")
         #expect(load.value == "written-while-down")
         #expect(!load.loaded)

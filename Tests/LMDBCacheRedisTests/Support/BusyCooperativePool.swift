@@ -37,9 +37,10 @@ final class BusyCooperativePool: Sendable {
     private static func block(_ gate: DispatchSemaphore) { gate.wait() }
 
     /// Waits on the calling thread (which must not be one of the pool's: run it on an
-    /// ``OwnQueueTaskExecutor``) until every blocking job runs, at most 60 s; whether they all do.
+    /// ``OwnQueueTaskExecutor``) until every blocking job runs; whether they all do (false only
+    /// after ``hangBound``: a hang).
     func waitUntilBusy() -> Bool {
-        let end = ContinuousClock.now + .seconds(60)
+        let end = ContinuousClock.now + hangBound
         while ContinuousClock.now < end {
             if started.withLock({ $0 }) == width { return true }
             usleep(1_000)

@@ -2,12 +2,14 @@
 import CacheTestSupport
 import Dispatch
 import Foundation
+import Testing
 
 /// One machine of a fleet: `cache-test-helper node` (a `Cache<String, String>` with the Redis
 /// tier, on a directory of its own) in a process of its own, driven one command at a time.
 ///
-/// Answers are checked before use: a node that dies or answers something unexpected makes the
-/// call throw ``Failure`` with its stderr.
+/// Answers are checked before use: a node that dies, answers something unexpected or does not
+/// answer within ``hangBound`` (a hang: it is killed) makes the call throw ``Failure`` with its
+/// stderr.
 final class FleetNode {
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -18,7 +20,8 @@ final class FleetNode {
         var value: String
         /// Whether this node's loader ran.
         var loaded: Bool
-        /// How long the call took, in milliseconds (as the node measured it).
+        /// How long the call took, in milliseconds (as the node measured it): for a failure
+        /// message, never a verdict.
         var milliseconds: Int
     }
 
@@ -31,9 +34,10 @@ final class FleetNode {
     init(_ name: String, port: Int, options: [String] = []) throws {
         self.name = name
         directory = TemporaryDirectory(name)
-        // A generous command timeout unless the test sets one: on a loaded machine a lookup that
-        // times out is a miss, which would fail tests about hits.
-        let timeout = options.contains { $0.hasPrefix("timeout=") } ? [] : ["timeout=5000"]
+        // A command timeout only a hang reaches, unless the test sets one: on a loaded machine a
+        // lookup that times out is a miss, which would fail tests about hits.
+        let timeout =
+            options.contains { $0.hasPrefix("timeout=") } ? [] : ["timeout=\(hangBound.components.seconds * 1_000)"]
         process = try HelperProcess(["node", directory.path, "\(port)"] + timeout + options, input: true)
         let first = process.readLine()
         guard first == "ready" else {
@@ -51,9 +55,12 @@ final class FleetNode {
     @discardableResult
     func ask(_ command: String) async throws -> String {
         let process = process
-        guard let answer = await Self.offPool({ process.request(command) }) else {
+        guard let answer = await Self.offPool(hangingAfter: process, { process.request(command) }) else {
             if process.isRunning { process.kill() }
-            throw Failure(description: "\(name) did not answer \"\(command)\": \(process.errorText())")
+            throw Failure(
+                description:
+                    "\(name) did not answer \"\(command)\" (it died, or hung: no answer within \(hangBound)): \(process.errorText())"
+            )
         }
         return answer
     }
@@ -67,8 +74,10 @@ final class FleetNode {
     /// The answer to the command ``send(_:)`` sent.
     func answer() async throws -> String {
         let process = process
-        guard let line = await Self.offPool({ process.readLine() }) else {
-            throw Failure(description: "\(name) did not answer: \(process.errorText())")
+        guard let line = await Self.offPool(hangingAfter: process, { process.readLine() }) else {
+            throw Failure(
+                description:
+                    "\(name) did not answer (it died, or hung: no answer within \(hangBound)): \(process.errorText())")
         }
         return line
     }
@@ -114,14 +123,20 @@ final class FleetNode {
         return counts
     }
 
-    /// Polls `stats` until `condition` holds (for at most a generous deadline); whether it did.
-    func waitFor(_ condition: ([String: Int]) -> Bool) async throws -> Bool {
-        let end = ContinuousClock.now + .seconds(20)
+    /// Polls `stats` until `condition` (`what`, for the hang report) holds; whether it did. Its
+    /// only bound, ``hangBound``, is a hang, recorded as an issue "hung: …".
+    @discardableResult
+    func waitFor(
+        _ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ condition: ([String: Int]) -> Bool
+    ) async throws -> Bool {
+        let end = ContinuousClock.now + hangBound
         while ContinuousClock.now < end {
             if condition(try await stats()) { return true }
             try await Task.sleep(for: .milliseconds(5))
         }
-        return condition(try await stats())
+        if condition(try await stats()) { return true }
+        Issue.record("hung: \(name): \(what) did not happen within \(hangBound)", sourceLocation: sourceLocation)
+        return false
     }
 
     static func parseLoad(_ answer: String, _ name: String) throws -> Load {
@@ -146,6 +161,20 @@ final class FleetNode {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread { continuation.resume(returning: body()) }
         }
+    }
+
+    /// ``offPool(_:)`` for a read from `process`: nil when it hung, with no answer after
+    /// ``hangBound`` (the process is killed, which ends the read).
+    private static func offPool<T: Sendable>(
+        hangingAfter process: HelperProcess, _ body: @escaping @Sendable () -> T?
+    ) async -> T? {
+        let watchdog = Task.detached {
+            try await Task.sleep(for: hangBound)
+            process.kill()
+        }
+        let result = await offPool(body)
+        watchdog.cancel()
+        return result
     }
 }
 #endif

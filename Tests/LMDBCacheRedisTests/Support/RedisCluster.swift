@@ -67,12 +67,15 @@ final class RedisCluster: Sendable {
         let nodes = (0..<6).map { Node(port: ports[$0], busPort: ports[$0 + 6]) }
         var processes: [Int: Subprocess] = [:]
         for node in nodes {
-            let process = try Subprocess.start("/usr/bin/redis-server", [
-                "--port", "\(node.port)", "--cluster-port", "\(node.busPort)", "--cluster-enabled", "yes",
-                "--cluster-config-file", directory.appendingPathComponent("nodes-\(node.port).conf").path,
-                "--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
-                "--dir", directory.path, "--logfile", directory.appendingPathComponent("redis-\(node.port).log").path,
-            ])
+            let process = try Subprocess.start(
+                "/usr/bin/redis-server",
+                [
+                    "--port", "\(node.port)", "--cluster-port", "\(node.busPort)", "--cluster-enabled", "yes",
+                    "--cluster-config-file", directory.appendingPathComponent("nodes-\(node.port).conf").path,
+                    "--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
+                    "--dir", directory.path, "--logfile",
+                    directory.appendingPathComponent("redis-\(node.port).log").path,
+                ])
             processes[node.port] = process
         }
         let cluster = RedisCluster(nodes: nodes, directory: directory, processes: processes)
@@ -214,10 +217,10 @@ final class RedisCluster: Sendable {
         return roles
     }
 
-    /// Polls `condition` (errors count as false) every 50 ms until it holds, or throws after
-    /// `seconds`.
-    func waitUntil(_ what: String, seconds: Double = 60, _ condition: () throws -> Bool) async throws {
-        let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int(seconds * 1000)))
+    /// Polls `condition` (errors count as false) every 50 ms until it holds, or throws a hang
+    /// ("hung: …") after ``hangBound``.
+    func waitUntil(_ what: String, _ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + hangBound
         while ContinuousClock.now < deadline {
             do {
                 if try condition() { return }
@@ -228,7 +231,7 @@ final class RedisCluster: Sendable {
             }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw Failure(description: "timed out waiting until \(what)")
+        throw Failure(description: "hung: \(what) did not happen within \(hangBound)")
     }
 
     /// Runs redis-cli with `arguments`: its exit status and its standard output and error.

@@ -88,7 +88,7 @@ final class RedisServer: Sendable {
         if let password { arguments += ["--requirepass", password] }
         let process = try Subprocess.start("/usr/bin/redis-server", arguments)
         self.process.withLock { $0 = process }
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + hangBound
         while ContinuousClock.now < deadline {
             guard process.isRunning else { throw Failure(description: "redis-server exited: \(log())") }
             // Answered by this server, not another test's on the same port.
@@ -102,7 +102,7 @@ final class RedisServer: Sendable {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw Failure(description: "redis-server did not answer PING within 20 s: \(log())")
+        throw Failure(description: "hung: redis-server did not answer within \(hangBound): \(log())")
     }
 
     /// Kills the server with SIGKILL and waits until it has exited.

@@ -23,6 +23,7 @@ final class StallingProxy: @unchecked Sendable {
     private var stalled = false
     private var stopped = false
     private var descriptors: Set<Int32> = []
+    private var held = 0
 
     /// Starts a proxy to `upstreamPort` on a free port.
     init(upstreamPort: Int) throws {
@@ -45,6 +46,10 @@ final class StallingProxy: @unchecked Sendable {
             condition.broadcast()
         }
     }
+
+    /// The bytes read while stalled and held back (not forwarded) until ``resume()``: what a
+    /// test waits for to know the proxy has them, rather than watching a window of time.
+    var heldBytes: Int { condition.withLock { held } }
 
     /// Closes the listener and every connection.
     func stop() {
@@ -91,7 +96,7 @@ final class StallingProxy: @unchecked Sendable {
     private func pump(from source: Int32, to destination: Int32, _ connection: Connection) {
         while true {
             let bytes = LoopbackSocket.read(source)
-            guard waitWhileStalled() else { break }
+            guard waitWhileStalled(holding: bytes.count) else { break }
             if bytes.isEmpty || !LoopbackSocket.write(destination, bytes) { break }
         }
         shutdown(destination, Int32(SHUT_WR))
@@ -103,10 +108,14 @@ final class StallingProxy: @unchecked Sendable {
         }
     }
 
-    /// Waits until not stalled; false when the proxy was stopped meanwhile.
-    private func waitWhileStalled() -> Bool {
+    /// Waits until not stalled, counting `count` bytes as held meanwhile; false when the proxy
+    /// was stopped meanwhile.
+    private func waitWhileStalled(holding count: Int) -> Bool {
         condition.withLock {
+            guard stalled && !stopped else { return !stopped }
+            held += count
             while stalled && !stopped { condition.wait() }
+            held -= count
             return !stopped
         }
     }

@@ -39,10 +39,10 @@ import Glibc
         }
     }
 
-    /// Reads exactly `count` bytes, or fewer if the stream ends (a generous bound on a hang:
-    /// SO_RCVTIMEO of 30 s).
+    /// Reads exactly `count` bytes, or fewer if the stream ends or it hangs (no byte for
+    /// ``hangBound``: SO_RCVTIMEO).
     private func read(_ descriptor: Int32, count: Int) -> [UInt8] {
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        var timeout = timeval(tv_sec: Int(hangBound.components.seconds), tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var bytes: [UInt8] = []
         while bytes.count < count {
@@ -53,7 +53,7 @@ import Glibc
         return bytes
     }
 
-    @Test func forwardsThenBlackHolesThenDeliversHeldBytes() throws {
+    @Test func forwardsThenBlackHolesThenDeliversHeldBytes() async throws {
         let echo = try EchoServer()
         defer { echo.stop() }
         let proxy = try StallingProxy(upstreamPort: echo.port)
@@ -70,11 +70,13 @@ import Glibc
         let second = try LoopbackSocket.connect(port: proxy.port)
         defer { close(second) }
         LoopbackSocket.write(second, Array("late".utf8))
-        // Nothing comes back, and nothing reached the server (checked over a window: the bytes
-        // cannot be on their way, they are held by the proxy's threads).
-        #expect(!LoopbackSocket.isReadable(first, withinMilliseconds: 300))
-        #expect(!LoopbackSocket.isReadable(second, withinMilliseconds: 50))
+        // Once the proxy holds both writes, they cannot be on their way (it forwards only after
+        // a stall): nothing reached the server, so nothing can come back. Checked at that event,
+        // not over a window of time.
+        await waitFor("the proxy held both writes") { proxy.heldBytes == 8 }
         #expect(echo.receivedCount == 4)
+        #expect(!LoopbackSocket.isReadable(first, withinMilliseconds: 0))
+        #expect(!LoopbackSocket.isReadable(second, withinMilliseconds: 0))
 
         proxy.resume()
         #expect(read(first, count: 4) == Array("held".utf8))

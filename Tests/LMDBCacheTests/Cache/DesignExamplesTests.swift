@@ -124,6 +124,8 @@ struct DesignExamplesTests {
         let clock = ManualClock()
         var configuration = Cache<String, Article>.Configuration()
         configuration.clock = clock.clock
+        // The example's timeouts never fire on their own: a busy machine's slow load is not one.
+        configuration.timeoutClock = ManualTimeoutClock()
         let cache = try Cache<String, Article>(directory: root.url, configuration: configuration)
         defer { cache.close() }
         let api = Upstream()

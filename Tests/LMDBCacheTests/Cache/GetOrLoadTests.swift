@@ -29,16 +29,19 @@ struct GetOrLoadTests {
         func open() { gate.open() }
     }
 
-    /// Waits until `condition` holds, yielding between checks; records an issue instead of hanging
-    /// when it never does (a broken coalescer never gathers its waiters).
+    /// Waits until `condition` holds, yielding between checks; records a hang ("hung: …") instead
+    /// of waiting for ever when it still does not after ``hangBound`` (a broken coalescer never
+    /// gathers its waiters).
     static func waitUntil(
         _ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation
     ) async {
-        for _ in 0..<5_000_000 {
+        let end = ContinuousClock.now + hangBound
+        while ContinuousClock.now < end {
             if condition() { return }
             await Task.yield()
         }
-        Issue.record("the awaited condition never held", sourceLocation: sourceLocation)
+        if condition() { return }
+        recordHang("the awaited condition", sourceLocation: sourceLocation)
     }
 
     @Test("100 concurrent callers of a missing key run the loader once and all get its value")

@@ -99,16 +99,19 @@ final class CacheServer {
     }
 
     /// Reads the counters until `received` reaches `count`, and returns them: how a test waits for
-    /// the follower's timer (the counter is updated after the change is applied). Gives up after
-    /// `hangBound` seconds, which only a hang reaches (a poll comes every few milliseconds).
-    func waitForReceived(_ count: Int, hangBound: Double = 120) throws -> Counters {
-        let giveUp = Date().addingTimeInterval(hangBound)
+    /// the follower's timer (the counter is updated after the change is applied). Throws a hang
+    /// ("hung: …") after ``hangBound``, which only a hang reaches (a poll comes every few
+    /// milliseconds).
+    func waitForReceived(_ count: Int) throws -> Counters {
+        let giveUp = ContinuousClock.now + hangBound
         while true {
             let counters = try counters()
             if counters.received >= count { return counters }
-            guard Date() < giveUp else {
+            guard ContinuousClock.now < giveUp else {
                 throw Failure(
-                    description: "\(name): the follower stopped at \(counters), waiting for \(count) received")
+                    description:
+                        "hung: \(name): \(count) changes received did not happen within \(hangBound) (stopped at \(counters))"
+                )
             }
             // Pacing, so the loop leaves the helper's follower a core; the counter is what is waited on.
             usleep(500)

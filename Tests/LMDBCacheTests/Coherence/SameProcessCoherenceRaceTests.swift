@@ -126,9 +126,9 @@ struct SameProcessCoherenceRaceTests {
         Thread.detachNewThread { second.finish(.success(reader.value(forKey: "k"))) }
         gates.waitUntilStopped(at: "v2")
         gates.release("v1")
-        let firstRead = try #require(first.wait(seconds: 60), "thread 1 returned").get()
+        let firstRead = try #require(first.wait("thread 1 returning")).get()
         gates.release("v2")
-        let secondRead = try #require(second.wait(seconds: 60), "thread 2 returned").get()
+        let secondRead = try #require(second.wait("thread 2 returning")).get()
         #expect(firstRead == "v1")
         #expect(secondRead == "v2")
 

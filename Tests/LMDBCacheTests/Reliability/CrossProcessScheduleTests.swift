@@ -230,14 +230,14 @@ struct CrossProcessScheduleTests {
 /// Waits until process `pid` has `directory`'s `processes.lock` open: it has reached the presence
 /// lock, which it cannot take while the caller holds it exclusively, so it waits there (an open
 /// polls that lock rather than blocking in `fcntl`, so `/proc/locks` shows no waiter). Polls;
-/// fails after a minute.
+/// records a hang after ``hangBound``.
 func waitUntilWaiting(_ pid: Int32, onLockIn directory: String) throws {
     var info = stat()
     guard stat(directory + "/processes.lock", &info) == 0 else {
         throw CacheError.directoryUnavailable(path: directory, reason: "no processes.lock")
     }
-    let deadline = Date().addingTimeInterval(60)
-    while Date() < deadline {
+    let deadline = ContinuousClock.now + hangBound
+    while ContinuousClock.now < deadline {
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
         for name in descriptors {
             var target = stat()
@@ -248,5 +248,5 @@ func waitUntilWaiting(_ pid: Int32, onLockIn directory: String) throws {
         }
         usleep(1_000)
     }
-    Issue.record("process \(pid) did not open processes.lock within a minute")
+    recordHang("process \(pid) opening processes.lock", sourceLocation: #_sourceLocation)
 }

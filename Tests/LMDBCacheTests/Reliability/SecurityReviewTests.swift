@@ -46,13 +46,15 @@ struct SecurityReviewTests {
         defer { held.remove() }
         try DiskCache(directory: held.url).close()
         let hold = try ExclusiveHold(held.url)
-        let (first, waits) = startWaitingOpen(held.url, seconds: OpenWaitTests.hang)
+        let (first, waits) = startWaitingOpen(held.url)
         #expect(waits, "the first open waits for the exclusive hold")
 
         var waitBriefly = DiskCache.Configuration()
         waitBriefly.openTimeout = .milliseconds(50)
         let brief = waitBriefly
-        let second = outcome(within: OpenWaitTests.hang) { try DiskCache(directory: held.url, configuration: brief) }
+        let second = outcome("the second open giving up at its own timeout") {
+            try DiskCache(directory: held.url, configuration: brief)
+        }
         hold.release()
         let secondResult = try #require(second, "the second open returned while the first still waited")
         #expect {
@@ -61,7 +63,7 @@ struct SecurityReviewTests {
             guard case .storeInUse = error as? CacheError else { return false }
             return true
         }
-        let opened = try #require(first.wait(seconds: OpenWaitTests.hang), "the first open went on")
+        let opened = try #require(first.wait("the first open going on once the hold ended"))
         try opened.get().close()
     }
 

@@ -199,7 +199,7 @@ struct TwoUserAttackTests {
         let errors = victim.errorText()
         let status = victim.wait()
         stop.withLock { $0 = true }
-        _ = attacker.wait(seconds: 60)
+        _ = attacker.wait("the attacker thread stopping")
         // Put the victim's directory back under its name.
         var info = stat()
         if stat(cache.path, &info) == 0, info.st_uid != TwoUsers.nobody { _ = TwoUsers.exchange(cache.path, evil.path) }

@@ -1,16 +1,29 @@
 import CacheTestSupport
 import Foundation
 import Logging
+import Testing
 
 @testable import LMDBCache
 
-/// Runs `body` on a thread of its own and waits for it at most `seconds`: its result, or nil when
-/// it is still running then (a hang; the thread is left behind, and the test goes on to end what
-/// it waits for). A bound on a hang, not a timing threshold: nothing here is expected to be slow.
-func outcome<T: Sendable>(within seconds: Double, _ body: @escaping @Sendable () throws -> T) -> Result<T, Error>? {
+/// How long a test waits for something expected (a thread's result, a log line, a condition)
+/// before it reports a hang. Generous on purpose: only a hang reaches it, never a busy machine.
+/// No test's verdict depends on how long anything took.
+let hangBound: Duration = .seconds(300)
+
+/// Records that `what` did not happen within ``hangBound``: a hang, never a verdict on timing.
+func recordHang(_ what: String, sourceLocation: SourceLocation) {
+    Issue.record("hung: \(what) did not happen within \(hangBound)", sourceLocation: sourceLocation)
+}
+
+/// Runs `body` on a thread of its own and waits for it: its result, or nil (recorded as a hang
+/// of `what`) when it is still running after ``hangBound``; the thread is then left behind, and
+/// the test goes on to end what it waits for.
+func outcome<T: Sendable>(
+    _ what: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: @escaping @Sendable () throws -> T
+) -> Result<T, Error>? {
     let pending = PendingOutcome<T>()
     Thread.detachNewThread { pending.finish(Result { try body() }) }
-    return pending.wait(seconds: seconds)
+    return pending.wait(what, sourceLocation: sourceLocation)
 }
 
 /// The result of work running on another thread, once it is there.
@@ -23,12 +36,19 @@ final class PendingOutcome<T: Sendable>: Sendable {
         done.signal()
     }
 
-    /// The result, waiting for it at most `seconds`; nil while the work still runs.
-    func wait(seconds: Double) -> Result<T, Error>? {
-        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+    /// The result, waiting for it; nil (recorded as a hang of `what`) when the work still runs
+    /// after ``hangBound``.
+    func wait(_ what: String, sourceLocation: SourceLocation = #_sourceLocation) -> Result<T, Error>? {
+        guard done.wait(timeout: .now() + hangBound.timeInterval) == .success else {
+            recordHang(what, sourceLocation: sourceLocation)
+            return nil
+        }
         done.signal()  // later waits return at once
         return result.withLock { $0 }
     }
+
+    /// The result if the work has finished, without waiting.
+    var finished: Result<T, Error>? { result.withLock { $0 } }
 }
 
 /// A logger that signals when a message containing `fragment` is logged.
@@ -42,9 +62,15 @@ final class LogSignal: Sendable {
         Logger(label: "test") { _ in Handler(signal: self) }
     }
 
-    /// True once such a message was logged, waiting for it at most `seconds`.
-    func wait(seconds: Double) -> Bool {
-        seen.wait(timeout: .now() + seconds) == .success
+    /// Waits until such a message is logged; false (recorded as a hang of `what`) when none was
+    /// after ``hangBound``.
+    @discardableResult
+    func wait(_ what: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        guard seen.wait(timeout: .now() + hangBound.timeInterval) == .success else {
+            recordHang(what, sourceLocation: sourceLocation)
+            return false
+        }
+        return true
     }
 
     private struct Handler: LogHandler {
@@ -90,8 +116,11 @@ final class ExclusiveHold {
 }
 
 /// Starts opening `directory` on a thread of its own with an hour's `openTimeout`, and returns
-/// the pending open with whether it said, within `seconds`, that it waits for another process.
-func startWaitingOpen(_ directory: URL, seconds: Double) -> (open: PendingOutcome<DiskCache>, waits: Bool) {
+/// the pending open once it said that it waits for another process (`waits`: false when it did
+/// not say so within ``hangBound``, recorded as a hang).
+func startWaitingOpen(
+    _ directory: URL, sourceLocation: SourceLocation = #_sourceLocation
+) -> (open: PendingOutcome<DiskCache>, waits: Bool) {
     let waiting = LogSignal("waiting for another process")
     var configuration = DiskCache.Configuration()
     configuration.openTimeout = .seconds(3_600)
@@ -100,5 +129,5 @@ func startWaitingOpen(_ directory: URL, seconds: Double) -> (open: PendingOutcom
     Thread.detachNewThread {
         open.finish(Result { try DiskCache(directory: directory, configuration: waitLong, logger: waiting.logger) })
     }
-    return (open, waiting.wait(seconds: seconds))
+    return (open, waiting.wait("the open said it waits for another process", sourceLocation: sourceLocation))
 }
