@@ -8,7 +8,7 @@ import Synchronization
 package final class RemoteBudget: Sendable {
     private let remaining: Mutex<Duration>
 
-    /// A budget of `total` (at most ``Swift/Duration/longestTimer``).
+    /// A budget of `total` (at most the longest timer, 100 years).
     package init(_ total: Duration) {
         remaining = Mutex(total.forTimer)
     }

@@ -336,6 +336,41 @@ extension WriteProtocolTests {
         try add("r7k0", keepUntil: 0, now: start + 7 * 600)
         #expect(try server.cli(["ZCARD", "t:t:tag"]).trimmingCharacters(in: .whitespacesAndNewlines) == "20")
         #expect(try server.cli(["PTTL", "t:t:tag"]).trimmingCharacters(in: .whitespacesAndNewlines) == "-1")
+        // A late, older write of a key does not shorten its member's life (ZADD GT).
+        try add("late", keepUntil: start + 900_000, now: start)
+        try add("late", keepUntil: start + 700_000, now: start)
+        #expect(
+            try server.cli(["ZSCORE", "t:t:tag", "late"]).trimmingCharacters(in: .whitespacesAndNewlines)
+                == "\(start + 900_000)")
+    }
+
+    @Test("A tag removal leaves a newer value of a member, and its membership, in place")
+    func tagRemovalSparesNewerValues() async throws {
+        let server = try await RedisServer()
+        let (one, d1) = try await Self.machine(server)
+        defer { d1.remove() }
+        // Another machine's value of k, written after the removal below is made (a version ahead),
+        // and indexed under the tag.
+        let later = RecordVersion(milliseconds: CacheChange.wallClockNow() + 30_000, origin: 99)
+        _ = try server.cli([
+            "SET", "t:v:k", String(decoding: RedisEnvelope.storing(Array("newer".utf8), version: later, expires: 0), as: UTF8.self),
+        ])
+        _ = try server.cli(["ZADD", "t:t:tag", "+inf", "k"])
+        one.insert("mine", forKey: "other", tags: ["tag"])
+        await Machine.wait(one, "the tagged write landed") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        one.removeAll(taggedWith: "tag")
+        await Machine.wait(one, "the tag removal landed") { $0.pendingWrites == 0 && $0.writes >= 2 }
+        guard case .record(let kept, _, _)? = try Self.envelope(server, "k") else {
+            Issue.record("the newer value should stay")
+            return
+        }
+        #expect(kept == later)
+        #expect(try server.cli(["ZSCORE", "t:t:tag", "k"]).trimmingCharacters(in: .whitespacesAndNewlines) == "inf")
+        #expect(try server.cli(["ZSCORE", "t:t:tag", "other"]).trimmingCharacters(in: .whitespacesAndNewlines).isEmpty)
+        guard case .tombstone = try Self.envelope(server, "other") else {
+            Issue.record("the older tagged value should be removed")
+            return
+        }
     }
 }
 #endif
