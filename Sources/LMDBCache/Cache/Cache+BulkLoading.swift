@@ -144,15 +144,42 @@ extension Cache {
             keys.append(key)
         }
         guard !keys.isEmpty else { return results }
+        // Another machine's values first (a refresh goes straight to the loader, as a single one
+        // does): one exchange for every key, under one command timeout.
+        var remoteMisses: (keys: Set<Key>, since: UInt64)?
+        if !refresh, let remote {
+            let budget = RemoteBudget(remote.commandTimeout)
+            let lookedAt = CacheChange.wallClockNow()
+            let records = await remote.records(forKeys: keys.map(\.cacheKeyBytes), budget: budget)
+            var remaining: [Key] = []
+            var missing: Set<Key> = []
+            for (key, record) in zip(keys, records) {
+                if let found = remoteValue(record, forKey: key, cost: nil, flight: flight),
+                    case .success(let value) = found.result
+                {
+                    results[key] = .success(value)
+                    continue
+                }
+                remaining.append(key)
+                if record == nil { missing.insert(key) }
+            }
+            keys = remaining
+            remoteMisses = (missing, lookedAt)
+            guard !keys.isEmpty else { return results }
+        }
         countLoad()
         countBulkLoad(keys: keys.count)
         do {
             let loaded = try await request.load(keys)
             for key in keys {
                 if let value = loaded[key] {
+                    // After a remote miss, Redis gets the value only if no other machine stored
+                    // one (or removed the key) since: as a single load's value.
+                    let absentSince = remoteMisses.flatMap { $0.keys.contains(key) ? $0.since : nil }
                     let stored = store(
                         value, forKey: key, cost: nil, expiresAfter: request.expiresAfter,
-                        staleFor: request.staleFor, tags: request.tags, flight: flight)
+                        staleFor: request.staleFor, tags: request.tags, flight: flight,
+                        remoteAbsentSince: absentSince)
                     results[key] = .success(value)
                     if refresh && stored { countRefresh(succeeded: true) }
                 } else if refresh {

@@ -207,27 +207,30 @@ extension Cache {
         var lease: [UInt8]?
         // Whether Redis was found without a record for the key: the loaded value then goes there
         // only if none arrived meanwhile (a record that was there, expired or unusable, is replaced).
-        var remoteWasEmpty = false
+        var remoteMissedAt: UInt64?
         if request.consultsRemote, let remote {
             let bytes = key.cacheKeyBytes
-            let record = await remote.record(forKey: bytes)
-            if let found = remoteValue(record, forKey: key, request, flight: flight) { return found }
-            remoteWasEmpty = record == nil
+            // One command timeout for every exchange with the remote tier below, in all.
+            let budget = RemoteBudget(remote.commandTimeout)
+            let lookedAt = CacheChange.wallClockNow()
+            let record = await remote.record(forKey: bytes, budget: budget)
+            if let found = remoteValue(record, forKey: key, cost: request.cost, flight: flight) { return found }
+            if record == nil { remoteMissedAt = lookedAt }
             if let options = request.lease {
-                switch await remote.lease(forKey: bytes, holdFor: options.holdFor) {
+                switch await remote.lease(forKey: bytes, holdFor: options.holdFor, budget: budget) {
                 case .acquired(let token):
                     // The previous holder may have stored its value and let go between this
                     // cache's miss and its taking the lease: look once more before loading.
                     if let found = remoteValue(
-                        await remote.record(forKey: bytes), forKey: key, request, flight: flight)
+                        await remote.record(forKey: bytes, budget: budget), forKey: key, cost: request.cost, flight: flight)
                     {
                         remote.release(token, forKey: bytes)
                         return found
                     }
                     lease = token
                 case .heldElsewhere:
-                    let record = await remote.waitForRecord(forKey: bytes, timeout: options.waitFor)
-                    if let found = remoteValue(record, forKey: key, request, flight: flight) { return found }
+                    let record = await remote.waitForRecord(forKey: bytes, timeout: options.waitFor, budget: budget)
+                    if let found = remoteValue(record, forKey: key, cost: request.cost, flight: flight) { return found }
                 case .unavailable:
                     break
                 }
@@ -246,7 +249,7 @@ extension Cache {
                 && store(
                     value, forKey: key, cost: context.cost, expiresAfter: context.expiresAfter,
                     staleFor: request.staleFor, tags: context.tags, flight: flight,
-                    remoteOnlyIfAbsent: remoteWasEmpty)
+                    remoteAbsentSince: remoteMissedAt)
             return (.success(value), stored)
         } catch {
             countLoadFailure(error)
@@ -259,7 +262,7 @@ extension Cache {
     /// started, or the record expired); nil when there is no record, or it cannot be used (damaged,
     /// another key's, not decodable: then the loader runs).
     func remoteValue(
-        _ record: [UInt8]?, forKey key: Key, _ request: LoadRequest, flight: UInt64
+        _ record: [UInt8]?, forKey key: Key, cost: Int?, flight: UInt64
     ) -> (result: Result<Value, any Error>, stored: Bool)? {
         guard let record, let disk else { return nil }
         guard let decoded = RemoteRecord.decode(record, forKey: key.cacheKeyBytes),
@@ -273,7 +276,7 @@ extension Cache {
         // The record's own lifetime, as the machine that wrote it set it (checked by the decoder:
         // a stale window ends after a nonzero expiry).
         let stored = store(
-            value, forKey: key, cost: request.cost, expiresAfter: nil, staleFor: nil,
+            value, forKey: key, cost: cost, expiresAfter: nil, staleFor: nil,
             tags: Set(decoded.tags.tags), flight: flight, toRemote: false,
             lifetime: Lifetime(expires: decoded.expires, staleUntil: decoded.staleUntil))
         return (.success(value), stored)

@@ -275,6 +275,14 @@ final class LoadCoalescer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         state.withLock { $0.flights[key] != nil }
     }
 
+    /// The runs of `key` under way: its current one and those it replaced (a replaced run is
+    /// counted until it has stored its value, or not, and ended).
+    func runCount(forKey key: Key) -> Int {
+        state.withLock { state in
+            (state.flights[key] == nil ? 0 : 1) + state.replaced.keys.filter { $0.key == key }.count
+        }
+    }
+
     /// Marks the run under way for `key`, if any, as superseded: the key was written or removed
     /// since it started. The cache calls it under the key's write lock after each write, and a
     /// run checks ``isSuperseded(_:flight:storing:)`` under the same lock before it stores, so a

@@ -18,6 +18,11 @@ public struct RemoteStatistics: Sendable, Equatable {
     /// Writes and removals dropped unsent: the queue was full (the store was down or slower than
     /// the writes for longer than the queue holds), or the cache closed while it was unreachable.
     public var writesDropped = 0
+    /// Write attempts Redis answered with an error (`-OOM` when full, `-LOADING` while it loads
+    /// its data, `-READONLY` on a replica after a failover, ...). Each is retried with backoff;
+    /// a write that cannot land within the Redis configuration's `writeRetryLimit` is dropped
+    /// (``writesDropped``) and its key removed from Redis instead.
+    public var writesRefused = 0
     /// Changes this cache published for the others.
     public var changesPublished = 0
     /// Changes other caches published that this one received and applied to its memory and disk

@@ -15,7 +15,7 @@ import Logging
 /// ```
 ///
 /// Only get-or-loads (``Cache/value(forKey:policy:cost:expiresAfter:freshness:load:)-(_,_,_,_,_,()->Value)``
-/// and the bulk form) consult it, after both local tiers missed; plain lookups (`cache[key]`,
+/// and the bulk form, one pipelined exchange for all its keys) consult it, after both local tiers missed; plain lookups (`cache[key]`,
 /// ``Cache/value(forKey:)``) stay local and never wait on the network. A remote hit is stored in
 /// both local tiers with its remaining lifetime. Inserts, loaded values and removals are sent in
 /// the background, in order, without making the caller wait; a remote tier that is slow or down
@@ -56,14 +56,19 @@ package struct RemoteContext: Sendable {
 /// Every call is bounded by the store's command timeout and none throws: a failure is a miss (or
 /// a write not made), counted in ``statistics`` and logged by the store.
 package protocol RemoteStore: Sendable {
-    /// The record stored for `key`, or nil (missing, or the store failed or is unreachable).
-    func record(forKey key: [UInt8]) async -> [UInt8]?
+    /// The longest one get-or-load waits on the store's replies, in all (``RemoteBudget``).
+    var commandTimeout: Duration { get }
+
+    /// The record stored for `key`, or nil (missing, or the store failed, is unreachable, or
+    /// `budget` is spent). Waits on the store at most what `budget` has left, and charges it.
+    func record(forKey key: [UInt8], budget: RemoteBudget) async -> [UInt8]?
 
     /// Queues storing `record` under `key` until `keepUntil` (milliseconds since 1970: the end of
     /// its stale window, else its expiry; 0: no end), indexed under `tags` (stored bytes), then
-    /// publishing the key's change. With `onlyIfAbsent` (a loaded value after a remote miss) the
-    /// record is stored, and published, only if the key holds none by then. Returns at once.
-    func write(_ record: [UInt8], forKey key: [UInt8], keepUntil: UInt64, tags: [[UInt8]], onlyIfAbsent: Bool)
+    /// publishing the key's change. With `absentSince` (a loaded value after a remote miss: the
+    /// wall-clock milliseconds since 1970 at which that lookup began) the record is stored, and
+    /// published, only if the key holds none by then and was not removed since. Returns at once.
+    func write(_ record: [UInt8], forKey key: [UInt8], keepUntil: UInt64, tags: [[UInt8]], absentSince: UInt64?)
 
     /// Queues the removal of `key`, then publishing it.
     func remove(forKey key: [UInt8])
@@ -80,15 +85,20 @@ package protocol RemoteStore: Sendable {
 
     /// Tries to take the load lease of `key` for `holdFor` (one machine loads a key missing
     /// everywhere; the others wait for its value).
-    func lease(forKey key: [UInt8], holdFor: Duration) async -> RemoteLease
+    /// The records stored for `keys`, in their order (nil where missing or failed): one exchange
+    /// (a pipeline per node), waiting at most what `budget` has left.
+    func records(forKeys keys: [[UInt8]], budget: RemoteBudget) async -> [[UInt8]?]
+
+    /// Waits on the store at most what `budget` has left (``RemoteLease/unavailable`` once spent).
+    func lease(forKey key: [UInt8], holdFor: Duration, budget: RemoteBudget) async -> RemoteLease
 
     /// Queues the release of a lease taken by ``lease(forKey:holdFor:)`` (after the writes queued
     /// before it), unless another holder took it since.
     func release(_ token: [UInt8], forKey key: [UInt8])
 
     /// Waits up to `timeout` for another machine to store a record for `key` (it holds the lease);
-    /// nil when none arrived.
-    func waitForRecord(forKey key: [UInt8], timeout: Duration) async -> [UInt8]?
+    /// nil when none arrived. Its lookups wait on the store at most what `budget` has left.
+    func waitForRecord(forKey key: [UInt8], timeout: Duration, budget: RemoteBudget) async -> [UInt8]?
 
     /// The changes other machines published (``ChangeFeed``).
     var feed: any ChangeFeed { get }

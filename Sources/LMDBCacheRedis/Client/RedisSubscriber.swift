@@ -25,6 +25,13 @@ final class RedisSubscriber: Sendable {
     private let healthCheckInterval: Duration
     private let state = Mutex(State())
 
+    /// Messages held for the consumer at most, per connection (default: 16,384).
+    private let bufferLimit: Int
+    private let lost = ReceivedCount()
+
+    /// Messages lost because the buffer was full (each loss ends its connection).
+    var messagesLost: Int { lost.value }
+
     private struct State {
         var task: Task<Void, Never>?
         var connection: RedisConnection?
@@ -36,12 +43,14 @@ final class RedisSubscriber: Sendable {
     /// A subscriber to `channel` with `configuration`'s endpoints, credentials, TLS, protocol and
     /// backoff, on `eventLoopGroup` (default: NIO's shared group). It checks the connection with a
     /// `PING` every `healthCheckInterval` (default: 1 s) and reconnects when two go unanswered.
+    /// Messages waiting for `onMessage` are held up to `bufferLimit`; past it they are lost, and
+    /// the subscriber reconnects, so `onSubscribed(true)` reports them missed.
     ///
     /// - Throws: ``RedisClientError/connectFailed(_:)`` when the TLS configuration cannot be loaded.
     init(
         configuration: RedisClientConfiguration, channel: [UInt8],
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, logger: Logger,
-        healthCheckInterval: Duration = .seconds(1),
+        healthCheckInterval: Duration = .seconds(1), bufferLimit: Int = 16_384,
         onMessage: @escaping @Sendable ([UInt8]) -> Void,
         onSubscribed: @escaping @Sendable (_ isResubscription: Bool) -> Void
     ) throws(RedisClientError) {
@@ -50,6 +59,7 @@ final class RedisSubscriber: Sendable {
         self.eventLoopGroup = eventLoopGroup
         self.logger = logger
         self.healthCheckInterval = healthCheckInterval
+        self.bufferLimit = max(1, bufferLimit)
         self.onMessage = onMessage
         self.onSubscribed = onSubscribed
     }
@@ -104,13 +114,23 @@ final class RedisSubscriber: Sendable {
 
     /// One connection's life: connect, subscribe, deliver messages until it ends. True if it subscribed.
     private func session(endpoint: RedisEndpoint, subscriptions: inout Int) async -> Bool {
-        let (values, continuation) = AsyncStream<RESPValue>.makeStream()
+        // Bounded: a consumer that falls this far behind loses messages, and then the connection
+        // (below), so the next subscription reports them missed (`onSubscribed(true)`).
+        let (values, continuation) = AsyncStream<RESPValue>.makeStream(
+            bufferingPolicy: .bufferingOldest(bufferLimit))
+        let overflowed = ReceivedCount()
+        let lost = self.lost
         let connection: RedisConnection
         do throws(RedisClientError) {
             connection = try await RedisConnection.connect(
                 to: endpoint, using: connector, eventLoopGroup: eventLoopGroup,
                 deadline: .now + connector.configuration.connectTimeout, logger: logger,
-                onUnsolicited: { continuation.yield($0) })
+                onUnsolicited: { value in
+                    if case .dropped = continuation.yield(value) {
+                        overflowed.increment()
+                        lost.increment()
+                    }
+                })
         } catch {
             logger.debug(
                 "redis subscriber: connect failed", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
@@ -148,6 +168,13 @@ final class RedisSubscriber: Sendable {
         var subscribed = false
         for await value in values {
             received.increment()
+            if overflowed.value > 0 {
+                logger.warning(
+                    "redis subscriber: messages arrived faster than they were taken; some were lost, resubscribing",
+                    metadata: ["buffered": "\(bufferLimit)"])
+                await connection.close()
+                break
+            }
             guard let (kind, payload) = Self.pubSubEvent(value) else {
                 if case .error(let message) = value {
                     logger.warning(

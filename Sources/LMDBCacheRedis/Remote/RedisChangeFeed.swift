@@ -6,9 +6,14 @@ import NIOConcurrencyHelpers
 /// ``LMDBCache/ChangeFeed`` delivers them: the subscriber appends what arrives, the cache's
 /// follower takes it in order.
 ///
+/// A mark of missed changes (a lost subscription) does not discard what is held: the follower
+/// takes ``LMDBCache/ChangeDelivery/missed`` first, then every change held, those received before
+/// the mark and after it alike, so a removal heard then still reaches the disk tier.
+///
 /// Bounded: past ``limit`` changes waiting (a follower that cannot keep up), they are dropped and
 /// the next delivery is ``LMDBCache/ChangeDelivery/missed``, as after a lost subscription: the
-/// cache then drops its memory tier.
+/// cache then drops its memory tier (and, with ``RedisConfiguration/MissedChanges/dropBothTiers``,
+/// its disk tier).
 final class RedisChangeFeed: ChangeFeed {
     private struct State {
         var changes: [CacheChange] = []
@@ -40,7 +45,6 @@ final class RedisChangeFeed: ChangeFeed {
         }
         guard change.origin != origin else { return false }
         state.withLockedValue { state in
-            guard !state.missed else { return }
             if state.changes.count >= limit {
                 state.changes.removeAll()
                 state.missed = true
@@ -51,12 +55,24 @@ final class RedisChangeFeed: ChangeFeed {
         return true
     }
 
+    /// Has the follower drop `key` from this cache's tiers, as if another machine had changed it:
+    /// this cache's own write of it lost to a newer one in Redis (or found a value there), so what
+    /// it holds locally is not what the other machines serve.
+    func dropLocally(_ key: [UInt8]) {
+        let change = CacheChange(kind: .key, origin: origin &+ 1, time: CacheChange.wallClockNow(), subject: key)
+        state.withLockedValue { state in
+            if state.changes.count >= limit {
+                state.changes.removeAll()
+                state.missed = true
+            } else {
+                state.changes.append(change)
+            }
+        }
+    }
+
     /// Changes may have been published while the subscription was lost.
     func markMissed() {
-        state.withLockedValue { state in
-            state.changes.removeAll()
-            state.missed = true
-        }
+        state.withLockedValue { $0.missed = true }
     }
 
     func publish(_ change: CacheChange) {}
@@ -64,6 +80,7 @@ final class RedisChangeFeed: ChangeFeed {
     func receive() throws -> ChangeDelivery {
         state.withLockedValue { state in
             if state.missed {
+                // The changes held stay for the next call, which the follower makes at once.
                 state.missed = false
                 return .missed
             }

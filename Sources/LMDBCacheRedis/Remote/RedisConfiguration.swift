@@ -58,6 +58,20 @@ public struct RedisConfiguration: Sendable {
     /// What a cache drops when it may have missed other machines' changes (its subscription was
     /// lost and made again). Default: ``MissedChanges/dropMemoryTier``.
     public var missedChanges: MissedChanges = .dropMemoryTier
+    /// How long a write Redis refuses (`-OOM`, `-LOADING`, `-READONLY`, ...) or does not answer is
+    /// retried, with backoff from 50 ms to 2 s, before it is dropped (counted in
+    /// ``LMDBCache/RemoteStatistics/writesDropped``) and its key removed from Redis instead, as
+    /// soon as Redis takes writes again: no machine then reads the value this write replaced.
+    /// A value refused for want of memory is replaced by the removal at once. Removals keep a
+    /// tombstone in Redis for this long plus two command timeouts and 5 s, so that no write older
+    /// than the removal, retried meanwhile anywhere, can store its value again. Default: 30 s.
+    public var writeRetryLimit: Duration = .seconds(30)
+    /// The largest record sent to Redis, in bytes (after compression). A larger value is kept by
+    /// this machine's tiers only: it is not sent (one transfer that cannot fit the command timeout
+    /// would be retried in vain), its key is removed from Redis, and it is counted in
+    /// ``LMDBCache/RemoteStatistics/writesRefused``. Default: 4 MiB (16 ms at 2 Gbit/s; a
+    /// slower link wants a smaller limit or a longer ``commandTimeout``).
+    public var maximumRecordSize: Int = 4 << 20
 
     /// What a cache drops after missing changes.
     public enum MissedChanges: Sendable, Hashable {
@@ -92,6 +106,27 @@ public struct RedisConfiguration: Sendable {
         self.writeQueueLimit = writeQueueLimit
         self.failureThreshold = failureThreshold
         self.openDuration = openDuration
+    }
+}
+#endif
+#if Redis
+extension RedisConfiguration: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The settings with the password redacted: a configuration printed or logged (or dumped by a
+    /// debugger's mirror) never shows it.
+    public var description: String {
+        let endpoints = self.endpoints.map { "\($0.host):\($0.port)" }.joined(separator: ",")
+        return "RedisConfiguration(endpoints: [\(endpoints)], cluster: \(cluster), username: \(username ?? "nil"), "
+            + "password: \(password == nil ? "nil" : "<redacted>"), tls: \(tls == nil ? "off" : "on"), "
+            + "namespace: \(namespace), commandTimeout: \(commandTimeout), connectionsPerNode: \(connectionsPerNode), "
+            + "writeQueueLimit: \(writeQueueLimit), failureThreshold: \(failureThreshold), "
+            + "openDuration: \(openDuration), missedChanges: \(missedChanges), writeRetryLimit: \(writeRetryLimit), "
+            + "maximumRecordSize: \(maximumRecordSize))"
+    }
+
+    public var debugDescription: String { description }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: ["description": description], displayStyle: .struct)
     }
 }
 #endif

@@ -12,22 +12,38 @@ import RESP
 /// misses and counts, and after ``RedisConfiguration/failureThreshold`` consecutive ones the
 /// circuit opens (``CircuitBreaker``).
 final class RedisRemoteStore: RemoteStore {
-    private let executor: any RedisExecutor
+    let executor: any RedisExecutor
     private let subscriber: RedisSubscriber
-    private let keys: RedisKeys
-    private let breaker: CircuitBreaker
-    private let timeout: Duration
-    private let origin: UInt64
-    private let logger: Logger
-    private let queue: RedisWriteQueue
-    private let changeFeed: RedisChangeFeed
-    private let counts = NIOLockedValueBox(RemoteStatistics())
-    private let metrics: RemoteMetrics
+    let keys: RedisKeys
+    let breaker: CircuitBreaker
+    let timeout: Duration
+    let origin: UInt64
+    /// This cache's versions (``RecordVersion``).
+    let versions: VersionClock
+    /// How long a write is retried before it is dropped (``RedisConfiguration/writeRetryLimit``).
+    let writeRetryLimit: Duration
+    /// How long a tombstone stays, in milliseconds.
+    let tombstoneMilliseconds: UInt64
+    /// ``RedisConfiguration/maximumRecordSize``.
+    let maximumRecordSize: Int
+    /// Wakes the cache's follower (changes are in ``changeFeed``).
+    let wakeFollower: @Sendable () -> Void
+    /// The version of the record last read for a key, for ``discardDamaged(forKey:)`` (bounded).
+    let versionsRead = NIOLockedValueBox([[UInt8]: RecordVersion]())
+    /// Whether a refusal was logged at warning since the last write that landed.
+    let inRefusalEpisode = NIOLockedValueBox(false)
+    let logger: Logger
+    let queue: RedisWriteQueue
+    let changeFeed: RedisChangeFeed
+    let counts = NIOLockedValueBox(RemoteStatistics())
+    let metrics: RemoteMetrics
     /// The writer task's end, for ``close()`` to wait on.
     private let writerDone = DispatchSemaphore(value: 0)
 
     /// Writes sent per pipeline at most.
     static let pipelineLimit = 256
+    /// Bytes sent per pipeline at most, about (one larger write goes alone).
+    static let pipelineBytes = 1 << 20
 
     /// A store over `executor`, subscribed through what `subscriber` makes of its change feed and
     /// the cache's wake-up call; the writer task starts at once.
@@ -40,6 +56,11 @@ final class RedisRemoteStore: RemoteStore {
         keys = RedisKeys(namespace: configuration.namespace)
         timeout = configuration.commandTimeout.forTimer
         origin = context.origin
+        versions = VersionClock(origin: context.origin)
+        writeRetryLimit = configuration.writeRetryLimit.forTimer
+        tombstoneMilliseconds = (configuration.writeRetryLimit.forTimer + configuration.commandTimeout.forTimer * 2
+            + .seconds(5)).milliseconds
+        maximumRecordSize = max(0, configuration.maximumRecordSize)
         dropsDiskTierOnMissedChanges = configuration.missedChanges == .dropBothTiers
         logger = context.logger
         let metrics = RemoteMetrics(cacheName: context.cacheName)
@@ -51,6 +72,7 @@ final class RedisRemoteStore: RemoteStore {
         let feed = RedisChangeFeed(origin: context.origin)
         changeFeed = feed
         self.subscriber = try subscriber(feed, context.changesArrived)
+        wakeFollower = context.changesArrived
         self.subscriber.start()
         let done = writerDone
         Task { [self] in
@@ -60,6 +82,8 @@ final class RedisRemoteStore: RemoteStore {
     }
 
     var feed: any ChangeFeed { changeFeed }
+
+    var commandTimeout: Duration { timeout }
 
     let dropsDiskTierOnMissedChanges: Bool
 
@@ -75,7 +99,28 @@ final class RedisRemoteStore: RemoteStore {
 
     // MARK: Lookups
 
-    func record(forKey key: [UInt8]) async -> [UInt8]? {
+    /// The record in what a value key holds, nil for a tombstone or a foreign value; the version
+    /// read moves this cache's clock, so what it writes next is newer.
+    private func opened(_ bytes: [UInt8], forKey key: [UInt8]) -> [UInt8]? {
+        switch RedisEnvelope(bytes) {
+        case .record(let version, let expires, let record):
+            versions.observe(version)
+            // Past its end of life (its key stays a while longer, as a fence): a miss.
+            guard expires == 0 || expires > CacheChange.wallClockNow() else { return nil }
+            versionsRead.withLockedValue { read in
+                if read.count >= 1_024 { read.removeAll(keepingCapacity: true) }
+                read[key] = version
+            }
+            return Array(record)
+        case .tombstone(let version):
+            versions.observe(version)
+            return nil
+        case .foreign:
+            return nil
+        }
+    }
+
+    func record(forKey key: [UInt8], budget: RemoteBudget) async -> [UInt8]? {
         // A removal or write made here and not sent yet: Redis may still hold what it replaced
         // (read back, it would undo this cache's own change here). The loader runs instead.
         if queue.mayHideUnsentChange(forKey: key) {
@@ -83,12 +128,13 @@ final class RedisRemoteStore: RemoteStore {
             return nil
         }
         let valueKey = keys.value(key)
-        guard let reply = await run([RedisCommand("GET", valueKey, key: valueKey)])?.first else { return nil }
+        guard let reply = await run([RedisCommand("GET", valueKey, key: valueKey)], budget: budget)?.first else { return nil }
         switch reply {
         case .bulkString(let bytes?):
+            guard let record = opened(bytes, forKey: key) else { fallthrough }
             count { $0.hits += 1 }
             metrics.hits.increment()
-            return bytes
+            return record
         case .bulkString(nil), .null:
             count { $0.misses += 1 }
             metrics.misses.increment()
@@ -101,14 +147,37 @@ final class RedisRemoteStore: RemoteStore {
         }
     }
 
-    func lease(forKey key: [UInt8], holdFor: Duration) async -> RemoteLease {
+    func records(forKeys keys: [[UInt8]], budget: RemoteBudget) async -> [[UInt8]?] {
+        var records = [[UInt8]?](repeating: nil, count: keys.count)
+        // Keys with a change of this cache's not yet in Redis are not read (as in record(forKey:)).
+        let asked = keys.indices.filter { !queue.mayHideUnsentChange(forKey: keys[$0]) }
+        guard !asked.isEmpty else { return records }
+        let commands = asked.map { index -> RedisCommand in
+            let valueKey = self.keys.value(keys[index])
+            return RedisCommand("GET", valueKey, key: valueKey)
+        }
+        guard let replies = await run(commands, budget: budget) else { return records }
+        for (index, reply) in zip(asked, replies) {
+            if case .bulkString(let bytes?) = reply, let record = opened(bytes, forKey: keys[index]) {
+                records[index] = record
+                count { $0.hits += 1 }
+                metrics.hits.increment()
+            } else {
+                count { $0.misses += 1 }
+                metrics.misses.increment()
+            }
+        }
+        return records
+    }
+
+    func lease(forKey key: [UInt8], holdFor: Duration, budget: RemoteBudget) async -> RemoteLease {
         let token = (0..<16).map { _ in UInt8.random(in: .min ... .max) }
         let leaseKey = keys.lease(key)
         let milliseconds = max(1, holdFor.forTimer.milliseconds)
         guard
             let reply = await run([
                 RedisCommand("SET", leaseKey, token, Array("NX".utf8), Array("PX".utf8), Array("\(milliseconds)".utf8), key: leaseKey)
-            ])?.first
+            ], budget: budget)?.first
         else { return .unavailable }
         switch reply {
         case .simpleString:
@@ -123,7 +192,7 @@ final class RedisRemoteStore: RemoteStore {
         }
     }
 
-    func waitForRecord(forKey key: [UInt8], timeout wait: Duration) async -> [UInt8]? {
+    func waitForRecord(forKey key: [UInt8], timeout wait: Duration, budget: RemoteBudget) async -> [UInt8]? {
         let clock = ContinuousClock()
         let deadline = clock.now + wait.forTimer
         let valueKey = keys.value(key)
@@ -134,15 +203,15 @@ final class RedisRemoteStore: RemoteStore {
             if queue.mayHideUnsentChange(forKey: key) { return nil }
             if let replies = await run([
                 RedisCommand("GET", valueKey, key: valueKey), RedisCommand("EXISTS", leaseKey, key: leaseKey),
-            ]), replies.count == 2 {
-                if case .bulkString(let bytes?) = replies[0] {
+            ], budget: budget), replies.count == 2 {
+                if case .bulkString(let bytes?) = replies[0], let record = opened(bytes, forKey: key) {
                     count { $0.leaseWaitsServed += 1 }
-                    return bytes
+                    return record
                 }
                 // The holder is gone without storing a value (its loader failed, or the value was
                 // not cacheable): load here rather than wait out the timeout.
                 if case .integer(0) = replies[1] { return nil }
-            } else if breaker.isOpen {
+            } else if breaker.isOpen || budget.left <= .zero {
                 return nil
             }
             do {
@@ -157,306 +226,82 @@ final class RedisRemoteStore: RemoteStore {
 
     // MARK: Writes
 
-    func write(_ record: [UInt8], forKey key: [UInt8], keepUntil: UInt64, tags: [[UInt8]], onlyIfAbsent: Bool) {
-        queue.push(.set(key: key, record: record, keepUntil: keepUntil, tags: tags, onlyIfAbsent: onlyIfAbsent))
+    func write(_ record: [UInt8], forKey key: [UInt8], keepUntil: UInt64, tags: [[UInt8]], absentSince: UInt64?) {
+        queue.push(
+            .set(
+                key: key, record: record, keepUntil: keepUntil, tags: tags, absentSince: absentSince,
+                version: versions.next()))
     }
 
     func remove(forKey key: [UInt8]) {
-        queue.push(.remove(key: key))
+        queue.push(.remove(key: key, version: versions.next()))
     }
 
     func discardDamaged(forKey key: [UInt8]) {
         count { $0.damagedRecords += 1 }
-        queue.push(.discard(key: key))
+        // Only the record read: a tombstone of its version, so a newer value stored since stays.
+        guard let version = versionsRead.withLockedValue({ $0.removeValue(forKey: key) }) else { return }
+        queue.push(.discard(key: key, version: version))
     }
 
     func removeAll(taggedWith tag: [UInt8]) {
-        queue.push(.removeTag(tag))
+        queue.push(.removeTag(tag, version: versions.next()))
     }
 
     func removeAll() {
-        queue.push(.removeAll)
+        queue.push(.removeAll(version: versions.next()))
     }
 
     func release(_ token: [UInt8], forKey key: [UInt8]) {
         queue.push(.release(key: key, token: token))
     }
 
-    /// Sends the queue's writes until it is closed and empty: pipelines of consecutive plain
-    /// writes, and each lookup-needing one on its own, each retried while the circuit is open
-    /// (after its open period) until it succeeds, or the store closes.
-    private func writeLoop() async {
-        while let batch = await queue.next(upTo: Self.pipelineLimit) {
-            var start = 0
-            while start < batch.count {
-                var end = start + 1
-                if !batch[start].needsLookup {
-                    while end < batch.count && !batch[end].needsLookup { end += 1 }
-                }
-                let segment = Array(batch[start..<end])
-                start = end
-                await send(segment)
-                queue.finished(segment)
-            }
-        }
-    }
-
-    /// Sends `writes` until Redis acknowledges them, waiting out the circuit's open periods; gives
-    /// up (counted as dropped) once the store is closing and Redis does not answer.
-    private func send(_ writes: [RedisWrite]) async {
-        while true {
-            let admission = breaker.admit()
-            if admission.allowed {
-                do {
-                    let published = try await perform(writes)
-                    breaker.succeeded(admission)
-                    count {
-                        $0.writes += writes.count
-                        $0.changesPublished += published
-                    }
-                    metrics.writesSent.increment(by: Int64(writes.count))
-                    return
-                } catch {
-                    breaker.failed(admission, error)
-                    count { $0.failures += 1 }
-                    metrics.writesFailed.increment(by: Int64(writes.count))
-                    logger.debug("LMDBCache could not send writes to Redis", metadata: ["error": "\(error)"])
-                }
-            }
-            if queue.isClosed {
-                queue.countDropped(writes.count)
-                return
-            }
-            let retryAt = breaker.retryAt
-            let clock = ContinuousClock()
-            // Closed but failing: a short pause before the next try, not a tight loop.
-            let until = max(retryAt, clock.now + .milliseconds(10))
-            try? await clock.sleep(until: until)
-        }
-    }
-
-    /// Runs `writes` (one pipeline, or a lookup then a pipeline); returns how many changes it
-    /// published.
-    private func perform(_ writes: [RedisWrite]) async throws -> Int {
-        var commands: [RedisCommand] = []
-        var published = 0
-        /// Where the only-if-absent scripts are among `commands`.
-        var conditionalWrites: [Int] = []
-        let now = CacheChange.wallClockNow()
-        for write in writes {
-            switch write {
-            case .set(let key, let record, let keepUntil, let tags, let onlyIfAbsent):
-                let valueKey = keys.value(key)
-                let expired = keepUntil != 0 && keepUntil <= now
-                if expired && onlyIfAbsent { continue }
-                let change = CacheChange(kind: .key, origin: origin, time: now, subject: key).encoded
-                if onlyIfAbsent {
-                    conditionalWrites.append(commands.count)
-                    commands.append(
-                        RedisCommand(
-                            "EVAL", Self.setIfAbsentScript, Array("1".utf8), valueKey, record,
-                            Array("\(keepUntil)".utf8), keys.channel, change, key: valueKey))
-                } else {
-                    if expired {
-                        commands.append(RedisCommand("DEL", valueKey, key: valueKey))
-                    } else if keepUntil == 0 {
-                        commands.append(RedisCommand("SET", valueKey, record, key: valueKey))
-                    } else {
-                        commands.append(
-                            RedisCommand(
-                                "SET", valueKey, record, Array("PXAT".utf8), Array("\(keepUntil)".utf8), key: valueKey))
-                    }
-                    commands.append(RedisCommand("PUBLISH", keys.channel, change))
-                }
-                // After the value: a tag removal racing this write either finds the key in the
-                // set (and removes it) or leaves it in the set for the next one.
-                for tag in tags where !expired {
-                    let tagKey = keys.tag(tag)
-                    commands.append(
-                        RedisCommand(
-                            "EVAL", Self.tagScript, Array("1".utf8), tagKey, key, Array("\(keepUntil)".utf8),
-                            key: tagKey))
-                }
-                published += 1
-            case .remove(let key):
-                let valueKey = keys.value(key)
-                commands.append(RedisCommand("DEL", valueKey, key: valueKey))
-                commands.append(publish(.key, key, now))
-                published += 1
-            case .discard(let key):
-                let valueKey = keys.value(key)
-                commands.append(RedisCommand("DEL", valueKey, key: valueKey))
-            case .release(let key, let token):
-                let leaseKey = keys.lease(key)
-                commands.append(
-                    RedisCommand(
-                        "EVAL", Self.releaseScript, Array("1".utf8), leaseKey, token, key: leaseKey))
-            case .removeTag(let tag):
-                try await removeTagged(tag)
-                commands.append(publish(.tag, tag, now))
-                published += 1
-            case .removeAll:
-                try await removeNamespace()
-                commands.append(publish(.all, [], now))
-                published += 1
-            }
-        }
-        let replies = try await execute(commands)
-        // A write only-if-absent published only when its script stored it (1).
-        for index in conditionalWrites where replies[index] != .integer(1) { published -= 1 }
-        if let failure = replies.first(where: { if case .error = $0 { return true } else { return false } }),
-            case .error(let message) = failure
-        {
-            logger.debug("Redis refused a write", metadata: ["error": "\(String(decoding: message, as: UTF8.self))"])
-        }
-        return published
-    }
-
-    /// Deletes the entries in `tag`'s set and removes them from it, a page at a time (SSCAN), so
-    /// no reply or pipeline grows with the set: a set of any size is removed within bounded
-    /// replies, each exchange under the command timeout. Members added meanwhile may be removed
-    /// too (an extra miss, never a stale value).
-    private func removeTagged(_ tag: [UInt8]) async throws {
-        let tagKey = keys.tag(tag)
-        var cursor: [UInt8] = Array("0".utf8)
-        repeat {
-            let replies = try await execute([
-                RedisCommand("SSCAN", tagKey, cursor, Array("COUNT".utf8), Array("1000".utf8), key: tagKey)
-            ])
-            guard case .array(let parts?)? = replies.first, parts.count == 2,
-                case .bulkString(let next?) = parts[0]
-            else { throw RedisClientError.protocolViolation("unexpected SSCAN reply") }
-            var members: [[UInt8]] = []
-            switch parts[1] {
-            case .array(let values?), .set(let values):
-                for case .bulkString(let member?) in values { members.append(member) }
-            default:
-                throw RedisClientError.protocolViolation("unexpected SSCAN reply")
-            }
-            cursor = next
-            guard !members.isEmpty else { continue }
-            var commands = members.map { member -> RedisCommand in
-                let valueKey = keys.value(member)
-                return RedisCommand("DEL", valueKey, key: valueKey)
-            }
-            commands.append(RedisCommand([Array("SREM".utf8), tagKey] + members, key: tagKey))
-            _ = try await execute(commands)
-        } while cursor != Array("0".utf8)
-    }
-
-    /// Deletes every key of the namespace: `SCAN` on each primary, then `DEL` in pipelines. A
-    /// primary that does not answer fails the removal (the writer retries it).
-    private func removeNamespace() async throws {
-        let pattern = Self.globEscaped(keys.namespace) + Array(":*".utf8)
-        for node in try await executor.everyPrimary() {
-            var cursor: [UInt8] = Array("0".utf8)
-            repeat {
-                let replies = try await node.execute(
-                    [RedisCommand("SCAN", cursor, Array("MATCH".utf8), pattern, Array("COUNT".utf8), Array("1000".utf8))],
-                    timeout: timeout)
-                guard replies.count == 1, case .array(let parts?) = replies[0], parts.count == 2,
-                    case .bulkString(let next?) = parts[0], case .array(let found?) = parts[1]
-                else { throw RedisClientError.protocolViolation("unexpected SCAN reply") }
-                cursor = next
-                let names = found.compactMap { value -> [UInt8]? in
-                    if case .bulkString(let name?) = value { return name } else { return nil }
-                }
-                if !names.isEmpty { _ = try await execute(names.map { RedisCommand("DEL", $0, key: $0) }) }
-            } while cursor != Array("0".utf8)
-        }
-    }
-
-    /// `bytes` with the glob pattern's special characters escaped.
-    static func globEscaped(_ bytes: some Sequence<UInt8>) -> [UInt8] {
-        var escaped: [UInt8] = []
-        for byte in bytes {
-            if byte == UInt8(ascii: "*") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "[")
-                || byte == UInt8(ascii: "]") || byte == UInt8(ascii: "\\")
-            {
-                escaped.append(UInt8(ascii: "\\"))
-            }
-            escaped.append(byte)
-        }
-        return escaped
-    }
-
-    /// Adds a key (ARGV[1]) to a tag's set (KEYS[1]) and keeps the set as long as its longest-lived
-    /// member: no expiry for a member kept forever (ARGV[2] = 0), else at least until ARGV[2]
-    /// (ms since 1970). So sets of tags whose entries all expired go too. Needs Redis 7.0
-    /// (`PEXPIRETIME`).
-    private static let tagScript = Array(
-        """
-        local added = redis.call('SADD', KEYS[1], ARGV[1])
-        local keep = tonumber(ARGV[2])
-        if keep == 0 then
-          redis.call('PERSIST', KEYS[1])
-        else
-          local expiry = redis.call('PEXPIRETIME', KEYS[1])
-          if (expiry == -1 and redis.call('SCARD', KEYS[1]) == 1) or (expiry >= 0 and expiry < keep) then
-            redis.call('PEXPIREAT', KEYS[1], keep)
-          end
-        end
-        return added
-        """.utf8)
-
-    /// Stores a record (ARGV[1]) under KEYS[1] until ARGV[2] (0: no end) only if the key holds
-    /// none, and then publishes the change (ARGV[4]) on the channel (ARGV[3]).
-    private static let setIfAbsentScript = Array(
-        """
-        local stored
-        if ARGV[2] == '0' then
-          stored = redis.call('SET', KEYS[1], ARGV[1], 'NX')
-        else
-          stored = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PXAT', ARGV[2])
-        end
-        if stored then
-          redis.call('PUBLISH', ARGV[3], ARGV[4])
-          return 1
-        end
-        return 0
-        """.utf8)
-
-    /// Deletes the lease key only while it still holds the caller's token.
-    private static let releaseScript = Array(
-        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end".utf8)
-
-    private func publish(_ kind: CacheChange.Kind, _ subject: [UInt8], _ now: UInt64) -> RedisCommand {
-        RedisCommand(
-            "PUBLISH", keys.channel, CacheChange(kind: kind, origin: origin, time: now, subject: subject).encoded)
-    }
-
     // MARK: Plumbing
 
-    /// Runs `commands` under the breaker and the timeout; nil when refused or failed (counted).
-    private func run(_ commands: [RedisCommand]) async -> [RESPValue]? {
+    /// Runs `commands` under the breaker, with what `budget` has left as the timeout; nil when
+    /// refused, failed or out of time (counted).
+    func run(_ commands: [RedisCommand], budget: RemoteBudget) async -> [RESPValue]? {
+        // The get-or-load's time for Redis is spent: a miss, not asked (nor Redis's failure).
+        guard budget.left > .zero else { return nil }
         let admission = breaker.admit()
         guard admission.allowed else {
             count { $0.failures += 1 }
             metrics.lookupFailures.increment()
             return nil
         }
-        do {
-            let replies = try await execute(commands)
+        let outcome = await budget.spend { left -> Result<[RESPValue], any Error> in
+            do {
+                return .success(try await execute(commands, timeout: min(timeout, left)))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch outcome {
+        case .success(let replies)?:
             breaker.succeeded(admission)
             return replies
-        } catch {
+        case .failure(let error)?:
             breaker.failed(admission, error)
             count { $0.failures += 1 }
             metrics.lookupFailures.increment()
             logger.debug("LMDBCache's Redis lookup failed", metadata: ["error": "\(error)"])
             return nil
+        case nil:
+            // Spent meanwhile by nobody else (one get-or-load's budget is used in sequence).
+            breaker.succeeded(admission)
+            return nil
         }
     }
 
-    private func execute(_ commands: [RedisCommand]) async throws -> [RESPValue] {
-        let replies = try await executor.execute(commands, timeout: timeout)
+    func execute(_ commands: [RedisCommand], timeout: Duration? = nil) async throws -> [RESPValue] {
+        let replies = try await executor.execute(commands, timeout: timeout ?? self.timeout)
         guard replies.count == commands.count else {
             throw RedisClientError.protocolViolation("\(replies.count) replies to \(commands.count) commands")
         }
         return replies
     }
 
-    private func count(_ body: (inout RemoteStatistics) -> Void) {
+    func count(_ body: (inout RemoteStatistics) -> Void) {
         counts.withLockedValue(body)
     }
 

@@ -6,7 +6,7 @@ import Metrics
 /// | metric | what |
 /// |---|---|
 /// | `lmdbcache_remote_lookups_total{result=hit/miss/failure}` | lookups in Redis and how they ended |
-/// | `lmdbcache_remote_writes_total{result=sent/failed}` | writes and removals sent, or failed (retried) |
+/// | `lmdbcache_remote_writes_total{result=sent/failed/refused}` | writes and removals that landed; attempts that got no answer, or an error reply (each retried) |
 /// | `lmdbcache_remote_circuit_open` | 1 while the circuit is open, else 0 |
 struct RemoteMetrics: Sendable {
     let hits: Counter
@@ -14,6 +14,7 @@ struct RemoteMetrics: Sendable {
     let lookupFailures: Counter
     let writesSent: Counter
     let writesFailed: Counter
+    let writesRefused: Counter
     let circuitOpen: Gauge
 
     init(cacheName: String) {
@@ -23,6 +24,7 @@ struct RemoteMetrics: Sendable {
         lookupFailures = Counter(label: "lmdbcache_remote_lookups_total", dimensions: [cache, ("result", "failure")])
         writesSent = Counter(label: "lmdbcache_remote_writes_total", dimensions: [cache, ("result", "sent")])
         writesFailed = Counter(label: "lmdbcache_remote_writes_total", dimensions: [cache, ("result", "failed")])
+        writesRefused = Counter(label: "lmdbcache_remote_writes_total", dimensions: [cache, ("result", "refused")])
         circuitOpen = Gauge(label: "lmdbcache_remote_circuit_open", dimensions: [cache])
     }
 }

@@ -24,6 +24,7 @@ final class StallingProxy: @unchecked Sendable {
     private var stopped = false
     private var descriptors: Set<Int32> = []
     private var held = 0
+    private var listenerClosed = false
 
     /// Starts a proxy to `upstreamPort` on a free port.
     init(upstreamPort: Int) throws {
@@ -51,20 +52,26 @@ final class StallingProxy: @unchecked Sendable {
     /// test waits for to know the proxy has them, rather than watching a window of time.
     var heldBytes: Int { condition.withLock { held } }
 
-    /// Closes the listener and every connection.
+    /// Closes the listener and every connection. Once only, and under the lock that closing a
+    /// descriptor takes too: a descriptor closed here or by a pump may be reused at once by
+    /// another test's socket, which a late shutdown would cut (the deinit calls this again).
     func stop() {
-        let open: Set<Int32> = condition.withLock {
-            guard !stopped else { return [] }
+        condition.withLock {
+            guard !stopped else { return }
             stopped = true
             condition.broadcast()
-            return descriptors
+            if !listenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
+            for descriptor in descriptors { shutdown(descriptor, Int32(SHUT_RDWR)) }
         }
-        shutdown(listener, Int32(SHUT_RDWR))
-        for descriptor in open { shutdown(descriptor, Int32(SHUT_RDWR)) }
     }
 
     private func acceptLoop() {
-        defer { close(listener) }
+        defer {
+            condition.withLock {
+                listenerClosed = true
+                close(listener)
+            }
+        }
         while true {
             let client = accept(listener, nil, nil)
             if client < 0 {
@@ -102,9 +109,11 @@ final class StallingProxy: @unchecked Sendable {
         shutdown(destination, Int32(SHUT_WR))
         shutdown(source, Int32(SHUT_RD))
         if connection.finishOneDirection() {
-            condition.withLock { descriptors.subtract([source, destination]) }
-            close(source)
-            close(destination)
+            condition.withLock {
+                descriptors.subtract([source, destination])
+                close(source)
+                close(destination)
+            }
         }
     }
 

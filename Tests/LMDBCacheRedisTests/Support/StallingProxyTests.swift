@@ -19,6 +19,9 @@ import Glibc
         init() throws {
             (listener, port) = try LoopbackSocket.listen()
             Thread.detachNewThread { [self] in
+                // The listener is closed here, after the last accept: closed by stop() while this
+                // loop was between two accepts, its number could be another test's socket by then.
+                defer { close(listener) }
                 while case let connection = accept(listener, nil, nil), connection >= 0 {
                     Thread.detachNewThread { [self] in
                         while case let bytes = LoopbackSocket.read(connection), !bytes.isEmpty {
@@ -33,9 +36,9 @@ import Glibc
 
         var receivedCount: Int { received.withLock { $0 } }
 
+        /// Ends the accept loop (which then closes the listener).
         func stop() {
             shutdown(listener, Int32(SHUT_RDWR))
-            close(listener)
         }
     }
 

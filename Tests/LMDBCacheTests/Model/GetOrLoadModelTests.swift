@@ -638,6 +638,8 @@ final class LoadWorld {
             guard done else { return false }
             for key in LoadModel.keys {
                 if cache.loads.isLoading(key) != (covering[key] != nil) { return false }
+                // A replaced load (no caller waits for it) has stored its value, or not, and ended.
+                if cache.loads.runCount(forKey: key) != flights(of: key).count { return false }
                 let waiters = cache.loads.waiterCount(forKey: key)
                 let bounds = waiterBounds(key)
                 if waiters < bounds.lowerBound || (exactly && waiters > bounds.upperBound) { return false }

@@ -1,0 +1,367 @@
+#if Redis
+import LMDBCache
+import RESP
+
+/// A write the writer has not landed yet.
+struct PendingWrite {
+    /// What is sent: the cache's write, or the tombstone that replaced it.
+    var write: RedisWrite
+    /// The write as the cache queued it (what the queue is told is finished).
+    let queued: RedisWrite
+    /// When it first failed; nil until it has.
+    var firstFailure: ContinuousClock.Instant?
+    /// Failed attempts so far (the backoff's exponent).
+    var attempts = 0
+    /// Not sent again before this.
+    var retryAt: ContinuousClock.Instant
+
+    init(_ write: RedisWrite, now: ContinuousClock.Instant) {
+        self.write = write
+        queued = write
+        retryAt = now
+    }
+}
+
+/// How one write of a pipeline ended.
+enum WriteOutcome {
+    /// In Redis; whether a change was published.
+    case landed(published: Bool)
+    /// Answered, and not stored: Redis holds a newer write of the key (or, for a load's
+    /// set-if-absent, a value). This cache's own copy is then not the fleet's: dropped here.
+    case superseded
+    /// Redis answered with an error: nothing written, nothing published.
+    case refused(RedisWriteRefusal)
+    /// No answer (timeout, connection lost): it may or may not have run.
+    case failed(any Error)
+    /// Not tried: the circuit is open.
+    case notTried
+}
+
+extension RedisRemoteStore {
+    /// Sends the queue's writes until it is closed and empty. New writes go in pipelines (bounded
+    /// by count and bytes; a tag removal or removal of everything on its own); a write that fails
+    /// is retried on its own with backoff, beside the new ones, so one write Redis cannot take
+    /// holds up no other. While the circuit is open, new writes wait in the queue.
+    func writeLoop() async {
+        let clock = ContinuousClock()
+        var pending: [PendingWrite] = []
+        while true {
+            var fresh: [RedisWrite]
+            if pending.isEmpty {
+                guard let batch = await queue.next(upTo: Self.pipelineLimit) else { return }
+                fresh = batch
+            } else {
+                let now = clock.now
+                if breaker.isOpen && breaker.retryAt > now && !queue.isClosed {
+                    // Redis is failing: new writes stay in the queue (bounded; a write dropped
+                    // there owes its key's tombstone) until the circuit lets a probe through.
+                    try? await clock.sleep(until: min(breaker.retryAt, now + .milliseconds(50)))
+                    continue
+                }
+                fresh = queue.take(upTo: Self.pipelineLimit)
+                if fresh.isEmpty, let soonest = pending.lazy.map(\.retryAt).min(), soonest > now {
+                    // A short nap at most: writes queued meanwhile are not held up for long.
+                    try? await clock.sleep(until: min(soonest, now + .milliseconds(20)))
+                    continue
+                }
+            }
+            let now = clock.now
+            let due = pending.filter { $0.retryAt <= now }
+            pending.removeAll { $0.retryAt <= now }
+            for item in due {
+                if let item = admitted(item) { await attempt([item], into: &pending) }
+            }
+            var segment: [PendingWrite] = []
+            var segmentBytes = 0
+            for write in fresh {
+                guard let item = admitted(PendingWrite(write, now: now)) else { continue }
+                if item.write.needsLookup || segment.count == Self.pipelineLimit
+                    || (!segment.isEmpty && segmentBytes + item.write.size > Self.pipelineBytes)
+                {
+                    if !segment.isEmpty { await attempt(segment, into: &pending) }
+                    segment = []
+                    segmentBytes = 0
+                }
+                if item.write.needsLookup {
+                    await attempt([item], into: &pending)
+                } else {
+                    segment.append(item)
+                    segmentBytes += item.write.size
+                }
+            }
+            if !segment.isEmpty { await attempt(segment, into: &pending) }
+        }
+    }
+
+    /// `item` as it may be sent now; nil when it is abandoned. A value made longer ago than
+    /// ``RedisConfiguration/writeRetryLimit`` (by its version's wall clock: time queued, refused
+    /// or waiting for the circuit all count) is never stored, since a removal made meanwhile may
+    /// have left a tombstone that is gone by now: it is replaced by its version's tombstone (a
+    /// load's value is abandoned: it replaced nothing). So is a record larger than
+    /// ``RedisConfiguration/maximumRecordSize`` (counted as refused). Both count as dropped.
+    private func admitted(_ item: PendingWrite) -> PendingWrite? {
+        guard case .set(let key, let record, _, _, let absentSince, let version) = item.write else { return item }
+        let overdue =
+            version.milliseconds.addingReportingOverflow(writeRetryLimit.milliseconds).partialValue
+            < CacheChange.wallClockNow()
+        if overdue {
+            guard absentSince == nil else {
+                drop(item)
+                return nil
+            }
+            queue.countDropped(1)
+            var replaced = item
+            replaced.write = .remove(key: key, version: version)
+            return replaced
+        }
+        guard record.count + RedisEnvelope.headerCount > maximumRecordSize else { return item }
+        count { $0.writesRefused += 1 }
+        metrics.writesRefused.increment()
+        logger.warning(
+            "LMDBCache did not send a record larger than the Redis tier's maximumRecordSize; its key is removed there",
+            metadata: ["bytes": "\(record.count)", "maximumRecordSize": "\(maximumRecordSize)"])
+        guard absentSince == nil else {
+            drop(item)
+            return nil
+        }
+        queue.countDropped(1)
+        var replaced = item
+        replaced.write = .remove(key: key, version: version)
+        return replaced
+    }
+
+    /// Sends `items` as one exchange under the breaker and settles each: landed, or back in
+    /// `pending` with its backoff, or dropped.
+    private func attempt(_ items: [PendingWrite], into pending: inout [PendingWrite]) async {
+        let admission = breaker.admit()
+        var outcomes: [WriteOutcome]
+        if admission.allowed {
+            outcomes = await perform(items.map(\.write))
+            var failure: (any Error)?
+            for outcome in outcomes {
+                if case .failed(let error) = outcome { failure = error }
+                if case .refused(let refusal) = outcome, failure == nil { failure = refusal }
+            }
+            if let failure { breaker.failed(admission, failure) } else { breaker.succeeded(admission) }
+        } else {
+            outcomes = Array(repeating: .notTried, count: items.count)
+        }
+        let now = ContinuousClock.now
+        for (item, outcome) in zip(items, outcomes) {
+            switch outcome {
+            case .landed(let published):
+                count {
+                    $0.writes += 1
+                    if published { $0.changesPublished += 1 }
+                }
+                metrics.writesSent.increment()
+                queue.finished([item.queued])
+                inRefusalEpisode.withLockedValue { $0 = false }
+            case .superseded:
+                count { $0.writes += 1 }
+                metrics.writesSent.increment()
+                queue.finished([item.queued])
+                inRefusalEpisode.withLockedValue { $0 = false }
+                if let key = item.write.changedKey {
+                    changeFeed.dropLocally(key)
+                    wakeFollower()
+                }
+            case .refused(let refusal):
+                count {
+                    $0.writesRefused += 1
+                    $0.failures += 1
+                }
+                metrics.writesRefused.increment()
+                let first = inRefusalEpisode.withLockedValue { episode in
+                    defer { episode = true }
+                    return !episode
+                }
+                if first {
+                    logger.warning(
+                        "LMDBCache's writes are refused by Redis; retried with backoff, changes not published meanwhile",
+                        metadata: ["error": "\(refusal.message)"])
+                } else {
+                    logger.debug("Redis refused a write", metadata: ["error": "\(refusal.message)"])
+                }
+                retry(item, now: now, transient: refusal.isTransient, outOfMemory: refusal.isOutOfMemory, into: &pending)
+            case .failed(let error):
+                count { $0.failures += 1 }
+                metrics.writesFailed.increment()
+                logger.debug("LMDBCache could not send a write to Redis", metadata: ["error": "\(error)"])
+                retry(item, now: now, transient: true, outOfMemory: false, into: &pending)
+            case .notTried:
+                if queue.isClosed { drop(item) } else {
+                    var later = item
+                    later.retryAt = max(breaker.retryAt, now + .milliseconds(10))
+                    pending.append(later)
+                }
+            }
+        }
+        // Bounded as the queue is: past its limit the oldest retried write that may go goes, its
+        // key owed a tombstone (tag removals and removals of everything are kept).
+        while pending.count > queue.limit, let index = pending.firstIndex(where: { !$0.write.needsLookup }) {
+            queue.giveUp(pending.remove(at: index).queued)
+        }
+    }
+
+    /// Puts a failed write back in `pending` with its backoff, or drops it: refused for good, the
+    /// cache is closing, or (a value) refused for want of memory or failing past
+    /// ``RedisConfiguration/writeRetryLimit``, when the tombstone of its version replaces it and
+    /// is retried until it lands (a load's value is just dropped: it replaced nothing).
+    private func retry(
+        _ item: PendingWrite, now: ContinuousClock.Instant, transient: Bool, outOfMemory: Bool,
+        into pending: inout [PendingWrite]
+    ) {
+        guard transient, !queue.isClosed else { return drop(item) }
+        var next = item
+        let firstFailure = item.firstFailure ?? now
+        next.firstFailure = firstFailure
+        next.attempts += 1
+        let overdue = now - firstFailure >= writeRetryLimit
+        switch item.write {
+        case .set(let key, _, _, _, let absentSince, let version) where outOfMemory || overdue:
+            if absentSince != nil { return drop(item) }
+            queue.countDropped(1)
+            next.write = .remove(key: key, version: version)
+            next.attempts = 0
+            next.firstFailure = nil
+            next.retryAt = now
+            pending.append(next)
+            return
+        case .discard, .release:
+            // Nothing depends on them landing late: a lease expires by itself.
+            if overdue { return drop(item) }
+        case .set, .remove, .removeTag, .removeAll:
+            break
+        }
+        // 50 ms, doubling to 2 s.
+        let backoff = Duration.milliseconds(50 << min(next.attempts - 1, 5))
+        next.retryAt = max(now + min(backoff, .seconds(2)), breaker.retryAt)
+        pending.append(next)
+    }
+
+    private func drop(_ item: PendingWrite) {
+        queue.countDropped(1)
+        queue.finished([item.queued])
+    }
+
+    /// Runs `writes` (one pipeline, or a tag removal or removal of everything with its lookups)
+    /// and says how each ended.
+    private func perform(_ writes: [RedisWrite]) async -> [WriteOutcome] {
+        if writes.count == 1, writes[0].needsLookup {
+            do {
+                switch writes[0] {
+                case .removeTag(let tag, let version):
+                    try await removeTagged(tag, version: version)
+                    try await publish(.tag, tag, version)
+                case .removeAll(let version):
+                    try await removeNamespace(version: version)
+                    try await publish(.all, [], version)
+                default:
+                    break
+                }
+                return [.landed(published: true)]
+            } catch let refusal as RedisWriteRefusal {
+                return [.refused(refusal)]
+            } catch {
+                return [.failed(error)]
+            }
+        }
+        var commands: [RedisCommand] = []
+        /// Each write's commands, which of them says whether it stored, and whether a 0 there
+        /// means a newer write won (a value's script).
+        var spans: [(range: Range<Int>, decider: Int?, isValue: Bool)] = []
+        let now = CacheChange.wallClockNow()
+        for write in writes {
+            let start = commands.count
+            var decider: Int?
+            var isValue = false
+            switch write {
+            case .set(let key, let record, let keepUntil, let tags, let absentSince, let version):
+                let expired = keepUntil != 0 && keepUntil <= now
+                if expired {
+                    // Expired before it was sent: as good as removed (a load's value: nothing to do).
+                    if absentSince == nil {
+                        decider = commands.count
+                        commands.append(tombstone(key, version, publishing: true))
+                    }
+                    break
+                }
+                let valueKey = keys.value(key)
+                let loadStart = absentSince.map { RecordVersion(milliseconds: $0).encoded } ?? []
+                // The key outlives the value by a tombstone's life: a fence against older writes.
+                let redisExpiry =
+                    keepUntil == 0 ? 0 : max(keepUntil, now.addingReportingOverflow(tombstoneMilliseconds).partialValue)
+                decider = commands.count
+                isValue = true
+                commands.append(
+                    RedisCommand(
+                        "EVAL", RedisScripts.write, Array("1".utf8), valueKey, version.encoded,
+                        RedisEnvelope.storing(record, version: version, expires: keepUntil),
+                        Array("\(redisExpiry)".utf8), keys.channel, change(.key, key, version), loadStart,
+                        Array("\(now)".utf8), key: valueKey))
+                // After the value: a tag removal racing this write either finds the key in the
+                // set (and removes it) or leaves it in the set for the next one.
+                for tag in tags {
+                    let tagKey = keys.tag(tag)
+                    commands.append(
+                        RedisCommand(
+                            "EVAL", RedisScripts.tag, Array("1".utf8), tagKey, key, Array("\(keepUntil)".utf8),
+                            Array("\(now)".utf8), key: tagKey))
+                }
+            case .remove(let key, let version):
+                decider = commands.count
+                commands.append(tombstone(key, version, publishing: true))
+            case .discard(let key, let version):
+                commands.append(tombstone(key, version, publishing: false))
+            case .release(let key, let token):
+                let leaseKey = keys.lease(key)
+                commands.append(
+                    RedisCommand("EVAL", RedisScripts.release, Array("1".utf8), leaseKey, token, key: leaseKey))
+            case .removeTag, .removeAll:
+                break  // on their own, above
+            }
+            spans.append((start..<commands.count, decider, isValue))
+        }
+        let replies: [RESPValue]
+        do {
+            replies = commands.isEmpty ? [] : try await execute(commands)
+        } catch {
+            return Array(repeating: .failed(error), count: writes.count)
+        }
+        return spans.map { span in
+            for index in span.range {
+                if case .error(let message) = replies[index] { return .refused(RedisWriteRefusal(message)) }
+            }
+            guard let decider = span.decider else { return .landed(published: false) }
+            if replies[decider] == .integer(1) { return .landed(published: true) }
+            return span.isValue ? .superseded : .landed(published: false)
+        }
+    }
+
+    /// The script that leaves `key`'s tombstone of `version`, publishing the key's change or not.
+    func tombstone(_ key: [UInt8], _ version: RecordVersion, publishing: Bool) -> RedisCommand {
+        let valueKey = keys.value(key)
+        return RedisCommand(
+            "EVAL", RedisScripts.tombstone, Array("1".utf8), valueKey, version.encoded,
+            RedisEnvelope.tombstone(version: version), Array("\(max(1, tombstoneMilliseconds))".utf8),
+            publishing ? keys.channel : [], publishing ? change(.key, key, version) : [], key: valueKey)
+    }
+
+    /// A change this cache publishes, dated by its version's wall clock.
+    func change(_ kind: CacheChange.Kind, _ subject: [UInt8], _ version: RecordVersion) -> [UInt8] {
+        CacheChange(kind: kind, origin: origin, time: version.milliseconds, subject: subject).encoded
+    }
+
+    /// Publishes a tag removal or removal of everything once its keys are gone.
+    private func publish(_ kind: CacheChange.Kind, _ subject: [UInt8], _ version: RecordVersion) async throws {
+        let replies = try await execute([RedisCommand("PUBLISH", keys.channel, change(kind, subject, version))])
+        try Self.checked(replies)
+    }
+
+    /// Throws the first error reply among `replies`.
+    static func checked(_ replies: [RESPValue]) throws {
+        for case .error(let message) in replies { throw RedisWriteRefusal(message) }
+    }
+}
+#endif

@@ -1,0 +1,457 @@
+#if Redis
+import CacheTestSupport
+import Foundation
+import LMDBCache
+@testable import LMDBCacheRedis
+import Synchronization
+import Testing
+
+/// The versioned write protocol (issue 32): Redis keeps the newest write of a key whatever order
+/// writes land in, a write Redis refuses publishes nothing and is retried, and what cannot land is
+/// replaced by a removal. Real `redis-server` processes; each test named for the promise.
+@Suite("Redis write protocol", .serialized)
+struct WriteProtocolTests {
+    typealias Machine = RemoteTierTests
+
+    /// A cache on a directory of its own with the Redis tier on `server`, configured by `adjust`.
+    static func machine(
+        _ server: RedisServer, namespace: String = "t", adjust: (inout RedisConfiguration) -> Void = { _ in }
+    ) async throws -> (Cache<String, String>, TemporaryDirectory) {
+        let directory = TemporaryDirectory()
+        var redis = RedisConfiguration(
+            endpoints: [.init(host: "127.0.0.1", port: server.port)], password: server.password,
+            namespace: namespace, commandTimeout: hangBound, failureThreshold: 1_000)
+        adjust(&redis)
+        var configuration = Cache<String, String>.Configuration()
+        configuration.remote = .redis(redis)
+        let cache = try Cache<String, String>(directory: directory.url, configuration: configuration)
+        await waitFor("the cache subscribed to changes") { cache.statistics.remote?.isSubscribed == true }
+        return (cache, directory)
+    }
+
+    /// What Redis holds under `key`'s value key, decoded (a record's body stands in as one byte:
+    /// redis-cli prints text, and the body is compressed binary).
+    static func envelope(_ server: RedisServer, _ key: String, namespace: String = "t") throws -> RedisEnvelope? {
+        let reply = try server.cli(["EXISTS", "\(namespace):v:\(key)"])
+        guard reply.trimmingCharacters(in: .whitespacesAndNewlines) == "1" else { return nil }
+        let header = try server.cli(["GETRANGE", "\(namespace):v:\(key)", "0", "\(RedisEnvelope.headerCount - 1)"])
+        let bytes = Array(header.trimmingCharacters(in: .whitespacesAndNewlines).utf8.prefix(RedisEnvelope.headerCount))
+        if bytes.starts(with: RedisEnvelope.tombstoneMagic) {
+            return RedisEnvelope(Array(bytes.prefix(RedisEnvelope.tombstoneCount)))
+        }
+        return RedisEnvelope(bytes + [0])
+    }
+
+    @Test("A value Redis refuses for want of memory is never served from Redis in its old form; it lands once memory is back")
+    func refusedWriteNeverServesTheOldValue() async throws {
+        let server = try await RedisServer()
+        let (one, d1) = try await Self.machine(server)
+        let (two, d2) = try await Self.machine(server)
+        defer {
+            d1.remove()
+            d2.remove()
+        }
+        one.insert("v1", forKey: "k")
+        await Machine.wait(two, "machine two heard of v1") { $0.changesReceived >= 1 }
+        #expect(try await two.value(forKey: "k", load: { "loaded" }) == "v1")
+
+        // Full: every write that may grow memory is refused (-OOM), reads and PUBLISH are not.
+        _ = try server.cli(["CONFIG", "SET", "maxmemory-policy", "noeviction"])
+        _ = try server.cli(["CONFIG", "SET", "maxmemory", "1"])
+        one.insert("v2", forKey: "k")
+        await Machine.wait(one, "the refused write was replaced by a removal that landed") {
+            $0.writesRefused >= 1 && $0.pendingWrites == 0
+        }
+        #expect((one.statistics.remote?.writesDropped ?? 0) >= 1)
+        // Redis holds the removal's tombstone, not v1: machine two, told of the change, loads.
+        guard case .tombstone = try Self.envelope(server, "k") else {
+            Issue.record("Redis should hold a tombstone for k")
+            return
+        }
+        await Machine.wait(two, "machine two heard of the removal") { $0.changesReceived >= 2 }
+        #expect(try await two.value(forKey: "k", load: { "loaded" }) == "loaded")
+
+        _ = try server.cli(["CONFIG", "SET", "maxmemory", "0"])
+        one.insert("v3", forKey: "k")
+        await Machine.wait(two, "machine two heard of v3") { $0.changesReceived >= 3 }
+        #expect(try await two.value(forKey: "k", load: { "loaded again" }) == "v3")
+    }
+
+    @Test("A write refused by a replica (-READONLY) is retried with backoff and lands once the node is a primary again")
+    func readOnlyRefusalIsRetried() async throws {
+        let server = try await RedisServer()
+        let primary = try await RedisServer()
+        let (one, d1) = try await Self.machine(server)
+        let (two, d2) = try await Self.machine(server)
+        defer {
+            d1.remove()
+            d2.remove()
+        }
+        // A failover seen from the old primary: it is now a replica, refusing writes.
+        _ = try server.cli(["REPLICAOF", "127.0.0.1", "\(primary.port)"])
+        one.insert("v1", forKey: "k")
+        await Machine.wait(one, "Redis refused the write") { $0.writesRefused >= 1 }
+        #expect(one.statistics.remote?.pendingWrites == 1)
+        _ = try server.cli(["REPLICAOF", "NO", "ONE"])
+        await Machine.wait(one, "the write landed") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        await Machine.wait(two, "machine two heard of it") { $0.changesReceived >= 1 }
+        let loader = RemoteTierTests.CountingLoader()
+        #expect(try await two.value(forKey: "k", load: loader.load("loaded")) == "v1")
+        #expect(loader.runs.load(ordering: .relaxed) == 0)
+    }
+
+    @Test("A replayed or late write older than what Redis holds changes nothing and publishes nothing")
+    func olderWriteLoses() async throws {
+        let server = try await RedisServer()
+        let (one, d1) = try await Self.machine(server)
+        defer { d1.remove() }
+        one.insert("v2", forKey: "k")
+        await Machine.wait(one, "the write landed") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        guard case .record(let newest, _, _)? = try Self.envelope(server, "k") else {
+            Issue.record("Redis should hold a record for k")
+            return
+        }
+        // The same write again (a retry after a lost reply), and an older one (another machine's
+        // write that arrives late): both refused by the script, nothing published.
+        let older = RecordVersion(milliseconds: newest.milliseconds - 1, origin: 7)
+        for version in [newest, older] {
+            let reply = try server.cli([
+                "EVAL", String(decoding: RedisScripts.write, as: UTF8.self), "1", "t:v:k", String(decoding: version.encoded, as: UTF8.self),
+                String(decoding: RedisEnvelope.storing(Array("old".utf8), version: version, expires: 0), as: UTF8.self), "0",
+                "t:changes", "x", "", "\(CacheChange.wallClockNow())",
+            ])
+            #expect(reply.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        }
+        guard case .record(let kept, _, _)? = try Self.envelope(server, "k") else {
+            Issue.record("Redis should still hold a record for k")
+            return
+        }
+        #expect(kept == newest)
+        // A tombstone older than the value leaves it too; one of the value's own version replaces
+        // it (the dropped write made safe), once; a newer one replaces that.
+        let newer = RecordVersion(milliseconds: newest.milliseconds + 1)
+        for (version, expected) in [(older, "0"), (newest, "1"), (newest, "0"), (newer, "1")] {
+            let reply = try server.cli([
+                "EVAL", String(decoding: RedisScripts.tombstone, as: UTF8.self), "1", "t:v:k",
+                String(decoding: version.encoded, as: UTF8.self),
+                String(decoding: RedisEnvelope.tombstone(version: version), as: UTF8.self), "60000", "", "",
+            ])
+            #expect(reply.trimmingCharacters(in: .whitespacesAndNewlines) == expected)
+        }
+        // And a removed key is not resurrected by a write from before the removal.
+        let reply = try server.cli([
+            "EVAL", String(decoding: RedisScripts.write, as: UTF8.self), "1", "t:v:k", String(decoding: newest.encoded, as: UTF8.self),
+            String(decoding: RedisEnvelope.storing(Array("old".utf8), version: newest, expires: 0), as: UTF8.self), "0",
+            "t:changes", "x", "", "\(CacheChange.wallClockNow())",
+        ])
+        #expect(reply.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        guard case .tombstone = try Self.envelope(server, "k") else {
+            Issue.record("Redis should hold the tombstone")
+            return
+        }
+    }
+
+    @Test("A load's set-if-absent does not store over a removal made after the load began")
+    func setIfAbsentRespectsLaterRemoval() async throws {
+        let server = try await RedisServer()
+        let removal = RecordVersion(milliseconds: 2_000_000, origin: 1)
+        _ = try server.cli([
+            "EVAL", String(decoding: RedisScripts.tombstone, as: UTF8.self), "1", "t:v:k",
+            String(decoding: removal.encoded, as: UTF8.self),
+            String(decoding: RedisEnvelope.tombstone(version: removal), as: UTF8.self), "60000", "", "",
+        ])
+        func setIfAbsent(loadStart: UInt64, version: RecordVersion) throws -> String {
+            try server.cli([
+                "EVAL", String(decoding: RedisScripts.write, as: UTF8.self), "1", "t:v:k", String(decoding: version.encoded, as: UTF8.self),
+                String(decoding: RedisEnvelope.storing(Array("loaded".utf8), version: version, expires: 0), as: UTF8.self), "0",
+                "t:changes", "x", String(decoding: RecordVersion(milliseconds: loadStart).encoded, as: UTF8.self),
+                "\(CacheChange.wallClockNow())",
+            ]).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // Began before the removal, stored after it: not stored.
+        #expect(try setIfAbsent(loadStart: 1_999_999, version: RecordVersion(milliseconds: 2_000_005, origin: 2)) == "0")
+        // Began after it: stored; and a second one finds a value: not stored.
+        #expect(try setIfAbsent(loadStart: 2_000_001, version: RecordVersion(milliseconds: 2_000_006, origin: 2)) == "1")
+        #expect(try setIfAbsent(loadStart: 2_000_002, version: RecordVersion(milliseconds: 2_000_007, origin: 3)) == "0")
+    }
+
+    @Test("A record larger than maximumRecordSize is not sent, its key is removed there, and other writes go on")
+    func oversizedRecordIsRefusedUpFront() async throws {
+        let server = try await RedisServer()
+        let (one, d1) = try await Self.machine(server) { $0.maximumRecordSize = 2_000 }
+        defer { d1.remove() }
+        one.insert("small", forKey: "big")
+        await Machine.wait(one, "the small value landed") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        // Random letters: zlib cannot bring them under the limit.
+        var generator = SystemRandomNumberGenerator()
+        let large = String((0..<20_000).map { _ in Character(Unicode.Scalar(UInt8.random(in: 65...122, using: &generator))) })
+        one.insert(large, forKey: "big")
+        one.insert("after", forKey: "other")
+        await Machine.wait(one, "both writes settled") { $0.pendingWrites == 0 && $0.writes >= 3 }
+        #expect(one.statistics.remote?.writesRefused == 1)
+        guard case .tombstone = try Self.envelope(server, "big") else {
+            Issue.record("Redis should hold a tombstone for the large value's key, not the small value")
+            return
+        }
+        guard case .record = try Self.envelope(server, "other") else {
+            Issue.record("the write after the large one should have landed")
+            return
+        }
+    }
+
+    @Test("removeAll() removes the cache's own keys only, not other keys sharing the prefix")
+    func removeAllStaysInItsNamespace() async throws {
+        let server = try await RedisServer()
+        let (one, d1) = try await Self.machine(server, namespace: "articles")
+        defer { d1.remove() }
+        one.insert("v", forKey: "k", tags: ["tag"])
+        await Machine.wait(one, "the write landed") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        for key in ["articles:v2:x", "articles:other", "articlesx"] { _ = try server.cli(["SET", key, "keep"]) }
+        one.removeAll()
+        await Machine.wait(one, "the removal landed") { $0.pendingWrites == 0 && $0.writes >= 2 }
+        for key in ["articles:v2:x", "articles:other", "articlesx"] {
+            #expect(try server.cli(["GET", key]).trimmingCharacters(in: .whitespacesAndNewlines) == "keep", "\(key)")
+        }
+        guard case .tombstone = try Self.envelope(server, "k", namespace: "articles") else {
+            Issue.record("the cache's value should be a tombstone")
+            return
+        }
+    }
+}
+
+/// The pieces of the protocol on their own: versions, the change feed, the write queue.
+@Suite("Redis write protocol: parts")
+struct WriteProtocolPartsTests {
+    @Test("Versions encode and decode exactly, order by time, counter, origin, and reject foreign bytes")
+    func versions() {
+        let versions = [
+            RecordVersion(milliseconds: 0), RecordVersion(milliseconds: 1, counter: 0, origin: .max),
+            RecordVersion(milliseconds: 1, counter: 1, origin: 0), RecordVersion(milliseconds: 2),
+            RecordVersion(milliseconds: RecordVersion.maximumMilliseconds, counter: .max, origin: .max),
+        ]
+        for (index, version) in versions.enumerated() {
+            #expect(RecordVersion(encoded: version.encoded) == version)
+            for later in versions[(index + 1)...] {
+                #expect(version < later)
+                // The scripts' order: the encoded fields compare as the versions do.
+                #expect(version.encoded.lexicographicallyPrecedes(later.encoded))
+            }
+        }
+        #expect(RecordVersion(encoded: Array("0123456789abcdef0123456789abcdeF".utf8)) == nil)
+        #expect(RecordVersion(encoded: Array("0123".utf8)) == nil)
+        #expect(RedisEnvelope(Array("LCR1short".utf8)) == .foreign)
+        #expect(RedisEnvelope(Array("hello, world, a value of another program".utf8)) == .foreign)
+        let version = RecordVersion(milliseconds: 5, origin: 9)
+        #expect(
+            RedisEnvelope(RedisEnvelope.storing([1, 2, 3], version: version, expires: 77))
+                == .record(version, expires: 77, [1, 2, 3][...]))
+        #expect(RedisEnvelope(Array(RedisEnvelope.storing([], version: version, expires: 0).dropLast())) == .foreign)
+        #expect(RedisEnvelope(RedisEnvelope.tombstone(version: version)) == .tombstone(version))
+        #expect(RedisEnvelope(RedisEnvelope.tombstone(version: version) + [0]) == .foreign)
+    }
+
+    @Test("The version clock only grows, whatever the wall clock does, and follows versions it reads")
+    func versionClock() {
+        let wall = Mutex<UInt64>(1_000)
+        let clock = VersionClock(origin: 3) { wall.withLock { $0 } }
+        var last = clock.next()
+        for step in [5, -3, 0, 0, 100, -1_000] as [Int64] {
+            wall.withLock { $0 = UInt64(Int64($0) + step) }
+            let next = clock.next()
+            #expect(last < next)
+            last = next
+        }
+        clock.observe(RecordVersion(milliseconds: 50_000, counter: 4, origin: 1))
+        #expect(clock.next() > RecordVersion(milliseconds: 50_000, counter: 4, origin: 1))
+        // A version far ahead of the wall clock (a wrong clock, a foreign value) is ignored.
+        clock.observe(RecordVersion(milliseconds: RecordVersion.maximumMilliseconds))
+        #expect(clock.next().milliseconds < 1_000_000)
+        // 65,536 versions in one millisecond: the clock borrows the next one and still grows.
+        var previous = clock.next()
+        for _ in 0..<70_000 {
+            let next = clock.next()
+            #expect(previous < next)
+            previous = next
+        }
+    }
+
+    @Test("Changes received after a missed mark, and before it, reach the follower after the mark")
+    func changesSurviveAMissedMark() throws {
+        let feed = RedisChangeFeed(origin: 1)
+        let before = CacheChange(kind: .key, origin: 2, time: 1, subject: Array("a".utf8))
+        let after = CacheChange(kind: .key, origin: 2, time: 2, subject: Array("b".utf8))
+        feed.deliver(before.encoded)
+        feed.markMissed()
+        feed.deliver(after.encoded)
+        guard case .missed = try feed.receive() else {
+            Issue.record("the mark comes first")
+            return
+        }
+        guard case .changes(let changes) = try feed.receive() else {
+            Issue.record("then the changes")
+            return
+        }
+        #expect(changes.map(\.subject) == [Array("a".utf8), Array("b".utf8)])
+    }
+
+    @Test("A write dropped for room still hides Redis's value of its key until its tombstone is sent")
+    func droppedWriteKeepsItsKeyHidden() async throws {
+        let queue = RedisWriteQueue(limit: 1)
+        let k1 = Array("k1".utf8)
+        let version = RecordVersion(milliseconds: 10, origin: 1)
+        queue.push(.remove(key: k1, version: version))
+        queue.push(.set(key: Array("k2".utf8), record: [1], keepUntil: 0, tags: [], absentSince: nil, version: version))
+        #expect(queue.dropped == 1)
+        #expect(queue.mayHideUnsentChange(forKey: k1))
+        let batch = try #require(await queue.next(upTo: 10))
+        #expect(batch.contains(.remove(key: k1, version: version)))
+        #expect(queue.mayHideUnsentChange(forKey: k1))
+        queue.finished(batch)
+        #expect(!queue.mayHideUnsentChange(forKey: k1))
+        #expect(queue.unsent == 0)
+    }
+}
+#endif
+#if Redis
+extension WriteProtocolTests {
+    @Test("A tag's set shrinks with its values: members whose life ended are trimmed on the next add")
+    func tagSetsShrink() async throws {
+        let server = try await RedisServer()
+        func add(_ member: String, keepUntil: Int, now: Int) throws {
+            _ = try server.cli([
+                "EVAL", String(decoding: RedisScripts.tag, as: UTF8.self), "1", "t:t:tag", member, "\(keepUntil)", "\(now)",
+            ])
+        }
+        // 10 keys living 1 s each, written every 600 ms for 8 rounds (the review's case, 250 keys,
+        // scaled down): the set holds the live ones, never the 80 written.
+        // Around now: the set's own expiry (its longest member's end) must lie ahead.
+        let start = Int(CacheChange.wallClockNow()) + 600_000
+        for round in 0..<8 {
+            let now = start + round * 600
+            for key in 0..<10 { try add("r\(round)k\(key)", keepUntil: now + 1_000, now: now) }
+        }
+        let members = Int(try server.cli(["ZCARD", "t:t:tag"]).trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(members == 20)  // this round's and the last one's
+        // A key written again keeps one member; one kept forever keeps the set alive.
+        try add("r7k0", keepUntil: 0, now: start + 7 * 600)
+        #expect(try server.cli(["ZCARD", "t:t:tag"]).trimmingCharacters(in: .whitespacesAndNewlines) == "20")
+        #expect(try server.cli(["PTTL", "t:t:tag"]).trimmingCharacters(in: .whitespacesAndNewlines) == "-1")
+        // A late, older write of a key does not shorten its member's life (ZADD GT).
+        try add("late", keepUntil: start + 900_000, now: start)
+        try add("late", keepUntil: start + 700_000, now: start)
+        #expect(
+            try server.cli(["ZSCORE", "t:t:tag", "late"]).trimmingCharacters(in: .whitespacesAndNewlines)
+                == "\(start + 900_000)")
+    }
+
+    @Test("A tag removal leaves a newer value of a member, and its membership, in place")
+    func tagRemovalSparesNewerValues() async throws {
+        let server = try await RedisServer()
+        let (one, d1) = try await Self.machine(server)
+        defer { d1.remove() }
+        // Another machine's value of k, written after the removal below is made (a version ahead),
+        // and indexed under the tag.
+        let later = RecordVersion(milliseconds: CacheChange.wallClockNow() + 30_000, origin: 99)
+        _ = try server.cli([
+            "SET", "t:v:k", String(decoding: RedisEnvelope.storing(Array("newer".utf8), version: later, expires: 0), as: UTF8.self),
+        ])
+        _ = try server.cli(["ZADD", "t:t:tag", "+inf", "k"])
+        one.insert("mine", forKey: "other", tags: ["tag"])
+        await Machine.wait(one, "the tagged write landed") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        one.removeAll(taggedWith: "tag")
+        await Machine.wait(one, "the tag removal landed") { $0.pendingWrites == 0 && $0.writes >= 2 }
+        guard case .record(let kept, _, _)? = try Self.envelope(server, "k") else {
+            Issue.record("the newer value should stay")
+            return
+        }
+        #expect(kept == later)
+        #expect(try server.cli(["ZSCORE", "t:t:tag", "k"]).trimmingCharacters(in: .whitespacesAndNewlines) == "inf")
+        #expect(try server.cli(["ZSCORE", "t:t:tag", "other"]).trimmingCharacters(in: .whitespacesAndNewlines).isEmpty)
+        guard case .tombstone = try Self.envelope(server, "other") else {
+            Issue.record("the older tagged value should be removed")
+            return
+        }
+    }
+}
+#endif
+#if Redis
+extension WriteProtocolPartsTests {
+    @Test("A configuration printed, debug-printed or dumped never shows its password")
+    func configurationRedactsPassword() {
+        let configuration = RedisConfiguration(
+            endpoints: [.init(host: "10.0.0.5", port: 6379)], password: "s3cr3t-passw0rd", namespace: "articles")
+        var dumped = ""
+        dump(configuration, to: &dumped)
+        for text in ["\(configuration)", String(reflecting: configuration), dumped] {
+            #expect(!text.contains("s3cr3t"), "\(text)")
+            #expect(text.contains("10.0.0.5:6379"))
+        }
+    }
+}
+#endif
+#if Redis
+/// The subscriber's buffer is bounded, and its overflow is a missed mark, not a silent loss.
+@Suite("Redis write protocol: the subscriber's bound")
+struct SubscriberBoundTests {
+    @Test("Messages beyond the subscriber's buffer are lost only with a resubscription that reports them missed")
+    func overflowIsReportedMissed() async throws {
+        let server = try await RedisServer()
+        defer { server.stop() }
+        let subscriptions = Recorder<Bool>()
+        let delivered = Recorder<[UInt8]>()
+        let gate = DispatchSemaphore(value: 0)
+        let channel = Array("changes".utf8)
+        let subscriber = try RedisSubscriber(
+            configuration: server.configuration(), channel: channel, logger: testLogger, bufferLimit: 4,
+            onMessage: { payload in
+                delivered.record(payload)
+                // The first message holds the consumer until the rest have arrived.
+                if payload == Array("0".utf8) { _ = gate.wait(timeout: .now() + hangBound.timeInterval) }
+            },
+            onSubscribed: { subscriptions.record($0) })
+        subscriber.start()
+        await waitFor("subscribed") { subscriptions.all == [false] }
+        let publisher = try RedisConnectionPool(configuration: server.configuration(), logger: testLogger)
+        let replies = try await publisher.execute(
+            (0..<20).map { RedisCommand("PUBLISH", channel, Array("\($0)".utf8)) }, timeout: hangBound)
+        #expect(replies.allSatisfy { $0 == .integer(1) })
+        await waitFor("the consumer is held on the first message") { delivered.all.count == 1 }
+        // 19 more were published while it was held: more than the buffer holds.
+        await waitFor("messages were lost past the buffer") { subscriber.messagesLost > 0 }
+        gate.signal()
+        await waitFor("it resubscribed and said messages may have been missed") { subscriptions.all == [false, true] }
+        #expect(delivered.all.count < 20)
+        await subscriber.close()
+        await publisher.close()
+    }
+}
+#endif
+#if Redis
+extension WriteProtocolTests {
+    @Test("A bulk get-or-load serves other machines' values from Redis and loads only the rest, stored set-if-absent")
+    func bulkReadsRedis() async throws {
+        let server = try await RedisServer()
+        let (one, d1) = try await Self.machine(server)
+        let (two, d2) = try await Self.machine(server)
+        defer {
+            d1.remove()
+            d2.remove()
+        }
+        one.insert("one's a", forKey: "a")
+        one.insert("one's b", forKey: "b")
+        await Machine.wait(two, "machine two heard of both") { $0.changesReceived >= 2 }
+        let asked = Recorder<[String]>()
+        let values = try await two.values(forKeys: ["a", "b", "c"]) { keys in
+            asked.record(keys.sorted())
+            return Dictionary(uniqueKeysWithValues: keys.map { ($0, "loaded \($0)") })
+        }
+        #expect(values == ["a": "one's a", "b": "one's b", "c": "loaded c"])
+        #expect(asked.all == [["c"]])
+        // The loaded value went to Redis: machine one reads it there without loading.
+        await Machine.wait(two, "c reached Redis") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        let loader = RemoteTierTests.CountingLoader()
+        #expect(try await one.value(forKey: "c", load: loader.load("one's own c")) == "loaded c")
+        #expect(loader.runs.load(ordering: .relaxed) == 0)
+    }
+}
+#endif
