@@ -32,6 +32,9 @@ final class RedisSubscriber: Sendable {
     /// Messages lost because the buffer was full (each loss ends its connection).
     var messagesLost: Int { lost.value }
 
+    /// Opens when the server first confirms the subscription: lookups wait for it.
+    let firstSubscription = SubscriptionGate()
+
     private struct State {
         var task: Task<Void, Never>?
         var connection: RedisConnection?
@@ -194,6 +197,7 @@ final class RedisSubscriber: Sendable {
                 }
                 logger.debug("redis subscriber: subscribed", metadata: ["endpoint": "\(endpoint)"])
                 onSubscribed(subscriptions > 1)
+                firstSubscription.open()
             case "message":
                 if let payload { onMessage(payload) }
             default:

@@ -263,6 +263,15 @@ final class RedisRemoteStore: RemoteStore {
     func run(_ commands: [RedisCommand], budget: RemoteBudget) async -> [RESPValue]? {
         // The get-or-load's time for Redis is spent: a miss, not asked (nor Redis's failure).
         guard budget.left > .zero else { return nil }
+        // Nothing is read before this cache hears of changes (a value replaced before the
+        // subscription was up would never be announced to it): until the first subscription is
+        // confirmed, a lookup waits for it within its budget, else misses without asking.
+        if !subscriber.firstSubscription.isOpen {
+            let subscribed = await budget.spend { left in
+                await subscriber.firstSubscription.wait(until: .now + left)
+            }
+            guard subscribed == true else { return nil }
+        }
         let admission = breaker.admit()
         guard admission.allowed else {
             count { $0.failures += 1 }
