@@ -100,27 +100,25 @@ extension RedisRemoteStore {
     /// load's value is abandoned: it replaced nothing). So is a record larger than
     /// ``RedisConfiguration/maximumRecordSize`` (counted as refused). Both count as dropped.
     private func admitted(_ item: PendingWrite) -> PendingWrite? {
-        guard case .set(let key, let record, _, _, let absentSince, let version) = item.write else { return item }
+        guard case .set(_, let record, _, _, _, let version) = item.write else { return item }
         let overdue =
             version.milliseconds.addingReportingOverflow(writeRetryLimit.milliseconds).partialValue
             < CacheChange.wallClockNow()
-        if overdue {
-            guard absentSince == nil else {
-                drop(item)
-                return nil
-            }
-            queue.countDropped(1)
-            var replaced = item
-            replaced.write = .remove(key: key, version: version)
-            return replaced
-        }
+        if overdue { return replacedByTombstone(item) }
         guard record.count + RedisEnvelope.headerCount > maximumRecordSize else { return item }
         count { $0.writesRefused += 1 }
         metrics.writesRefused.increment()
         logger.warning(
             "LMDBCache did not send a record larger than the Redis tier's maximumRecordSize; its key is removed there",
             metadata: ["bytes": "\(record.count)", "maximumRecordSize": "\(maximumRecordSize)"])
-        guard absentSince == nil else {
+        return replacedByTombstone(item)
+    }
+
+    /// `item`, a value that will not be stored, as its version's tombstone (counted as dropped),
+    /// which makes its key safe; nil for a load's value, which replaced nothing and is just
+    /// dropped.
+    private func replacedByTombstone(_ item: PendingWrite) -> PendingWrite? {
+        guard case .set(let key, _, _, _, .none, let version) = item.write else {
             drop(item)
             return nil
         }
@@ -219,14 +217,12 @@ extension RedisRemoteStore {
         next.attempts += 1
         let overdue = now - firstFailure >= writeRetryLimit
         switch item.write {
-        case .set(let key, _, _, _, let absentSince, let version) where outOfMemory || overdue:
-            if absentSince != nil { return drop(item) }
-            queue.countDropped(1)
-            next.write = .remove(key: key, version: version)
-            next.attempts = 0
-            next.firstFailure = nil
-            next.retryAt = now
-            pending.append(next)
+        case .set where outOfMemory || overdue:
+            guard var replaced = replacedByTombstone(item) else { return }
+            replaced.attempts = 0
+            replaced.firstFailure = nil
+            replaced.retryAt = now
+            pending.append(replaced)
             return
         case .discard, .release:
             // Nothing depends on them landing late: a lease expires by itself.

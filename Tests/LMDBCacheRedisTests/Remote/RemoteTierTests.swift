@@ -13,14 +13,16 @@ struct RemoteTierTests {
     /// A cache on a directory of its own with the Redis tier on `server`.
     static func machine(
         _ server: RedisServer, namespace: String = "t", timeout: Duration = hangBound,
-        threshold: Int = 5, freshness: Freshness = Freshness(), clock: CacheClock? = nil
+        threshold: Int = 5, freshness: Freshness = Freshness(), clock: CacheClock? = nil,
+        adjust: (inout RedisConfiguration) -> Void = { _ in }
     ) async throws -> (Cache<String, String>, TemporaryDirectory) {
         let directory = TemporaryDirectory()
         var configuration = Cache<String, String>.Configuration()
-        configuration.remote = .redis(
-            RedisConfiguration(
-                endpoints: [.init(host: "127.0.0.1", port: server.port)], password: server.password,
-                namespace: namespace, commandTimeout: timeout, failureThreshold: threshold))
+        var redis = RedisConfiguration(
+            endpoints: [.init(host: "127.0.0.1", port: server.port)], password: server.password,
+            namespace: namespace, commandTimeout: timeout, failureThreshold: threshold)
+        adjust(&redis)
+        configuration.remote = .redis(redis)
         configuration.freshness = freshness
         configuration.clock = clock
         let cache = try Cache<String, String>(directory: directory.url, configuration: configuration)

@@ -13,20 +13,12 @@ import Testing
 struct WriteProtocolTests {
     typealias Machine = RemoteTierTests
 
-    /// A cache on a directory of its own with the Redis tier on `server`, configured by `adjust`.
+    /// A cache on a directory of its own with the Redis tier on `server`, configured by `adjust`;
+    /// its circuit opens only after 1,000 failures (these tests count refusals, not the breaker).
     static func machine(
         _ server: RedisServer, namespace: String = "t", adjust: (inout RedisConfiguration) -> Void = { _ in }
     ) async throws -> (Cache<String, String>, TemporaryDirectory) {
-        let directory = TemporaryDirectory()
-        var redis = RedisConfiguration(
-            endpoints: [.init(host: "127.0.0.1", port: server.port)], password: server.password,
-            namespace: namespace, commandTimeout: hangBound, failureThreshold: 1_000)
-        adjust(&redis)
-        var configuration = Cache<String, String>.Configuration()
-        configuration.remote = .redis(redis)
-        let cache = try Cache<String, String>(directory: directory.url, configuration: configuration)
-        await waitFor("the cache subscribed to changes") { cache.statistics.remote?.isSubscribed == true }
-        return (cache, directory)
+        try await Machine.machine(server, namespace: namespace, threshold: 1_000, adjust: adjust)
     }
 
     /// What Redis holds under `key`'s value key, decoded (a record's body stands in as one byte:
@@ -40,6 +32,31 @@ struct WriteProtocolTests {
             return RedisEnvelope(Array(bytes.prefix(RedisEnvelope.tombstoneCount)))
         }
         return RedisEnvelope(bytes + [0])
+    }
+
+    /// Runs the write script on `t:v:k` through redis-cli: `value` at `version`, set-if-absent when
+    /// `loadStart` is given; its reply ("1" stored, "0" not).
+    static func write(
+        _ server: RedisServer, _ value: String, version: RecordVersion, loadStart: UInt64? = nil
+    ) throws -> String {
+        try server.cli([
+            "EVAL", String(decoding: RedisScripts.write, as: UTF8.self), "1", "t:v:k",
+            String(decoding: version.encoded, as: UTF8.self),
+            String(decoding: RedisEnvelope.storing(Array(value.utf8), version: version, expires: 0), as: UTF8.self),
+            "0", "t:changes", "x",
+            loadStart.map { String(decoding: RecordVersion(milliseconds: $0).encoded, as: UTF8.self) } ?? "",
+            "\(CacheChange.wallClockNow())",
+        ]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Runs the tombstone script on `t:v:k` through redis-cli at `version` (60 s, published
+    /// nowhere); its reply ("1" stored, "0" not).
+    static func tombstone(_ server: RedisServer, version: RecordVersion) throws -> String {
+        try server.cli([
+            "EVAL", String(decoding: RedisScripts.tombstone, as: UTF8.self), "1", "t:v:k",
+            String(decoding: version.encoded, as: UTF8.self),
+            String(decoding: RedisEnvelope.tombstone(version: version), as: UTF8.self), "60000", "", "",
+        ]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test("A value Redis refuses for want of memory is never served from Redis in its old form; it lands once memory is back")
@@ -115,12 +132,7 @@ struct WriteProtocolTests {
         // write that arrives late): both refused by the script, nothing published.
         let older = RecordVersion(milliseconds: newest.milliseconds - 1, origin: 7)
         for version in [newest, older] {
-            let reply = try server.cli([
-                "EVAL", String(decoding: RedisScripts.write, as: UTF8.self), "1", "t:v:k", String(decoding: version.encoded, as: UTF8.self),
-                String(decoding: RedisEnvelope.storing(Array("old".utf8), version: version, expires: 0), as: UTF8.self), "0",
-                "t:changes", "x", "", "\(CacheChange.wallClockNow())",
-            ])
-            #expect(reply.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+            #expect(try Self.write(server, "old", version: version) == "0")
         }
         guard case .record(let kept, _, _)? = try Self.envelope(server, "k") else {
             Issue.record("Redis should still hold a record for k")
@@ -131,20 +143,10 @@ struct WriteProtocolTests {
         // it (the dropped write made safe), once; a newer one replaces that.
         let newer = RecordVersion(milliseconds: newest.milliseconds + 1)
         for (version, expected) in [(older, "0"), (newest, "1"), (newest, "0"), (newer, "1")] {
-            let reply = try server.cli([
-                "EVAL", String(decoding: RedisScripts.tombstone, as: UTF8.self), "1", "t:v:k",
-                String(decoding: version.encoded, as: UTF8.self),
-                String(decoding: RedisEnvelope.tombstone(version: version), as: UTF8.self), "60000", "", "",
-            ])
-            #expect(reply.trimmingCharacters(in: .whitespacesAndNewlines) == expected)
+            #expect(try Self.tombstone(server, version: version) == expected)
         }
         // And a removed key is not resurrected by a write from before the removal.
-        let reply = try server.cli([
-            "EVAL", String(decoding: RedisScripts.write, as: UTF8.self), "1", "t:v:k", String(decoding: newest.encoded, as: UTF8.self),
-            String(decoding: RedisEnvelope.storing(Array("old".utf8), version: newest, expires: 0), as: UTF8.self), "0",
-            "t:changes", "x", "", "\(CacheChange.wallClockNow())",
-        ])
-        #expect(reply.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        #expect(try Self.write(server, "old", version: newest) == "0")
         guard case .tombstone = try Self.envelope(server, "k") else {
             Issue.record("Redis should hold the tombstone")
             return
@@ -155,18 +157,9 @@ struct WriteProtocolTests {
     func setIfAbsentRespectsLaterRemoval() async throws {
         let server = try await RedisServer()
         let removal = RecordVersion(milliseconds: 2_000_000, origin: 1)
-        _ = try server.cli([
-            "EVAL", String(decoding: RedisScripts.tombstone, as: UTF8.self), "1", "t:v:k",
-            String(decoding: removal.encoded, as: UTF8.self),
-            String(decoding: RedisEnvelope.tombstone(version: removal), as: UTF8.self), "60000", "", "",
-        ])
+        #expect(try Self.tombstone(server, version: removal) == "1")
         func setIfAbsent(loadStart: UInt64, version: RecordVersion) throws -> String {
-            try server.cli([
-                "EVAL", String(decoding: RedisScripts.write, as: UTF8.self), "1", "t:v:k", String(decoding: version.encoded, as: UTF8.self),
-                String(decoding: RedisEnvelope.storing(Array("loaded".utf8), version: version, expires: 0), as: UTF8.self), "0",
-                "t:changes", "x", String(decoding: RecordVersion(milliseconds: loadStart).encoded, as: UTF8.self),
-                "\(CacheChange.wallClockNow())",
-            ]).trimmingCharacters(in: .whitespacesAndNewlines)
+            try Self.write(server, "loaded", version: version, loadStart: loadStart)
         }
         // Began before the removal, stored after it: not stored.
         #expect(try setIfAbsent(loadStart: 1_999_999, version: RecordVersion(milliseconds: 2_000_005, origin: 2)) == "0")
