@@ -6,10 +6,18 @@ extension RedisRemoteStore {
     /// Removes the entries in `tag`'s sorted set, leaving each a tombstone of `version`, and
     /// removes them from the set, a page at a time (ZSCAN), so no reply or pipeline grows with the set: a set of
     /// any size is removed within bounded replies, each exchange under the command timeout.
-    /// Members added meanwhile by older writes are removed too; newer ones stay. Throws
-    /// the first error reply (nothing is published then: the writer retries the whole removal).
+    /// First the set is fenced (``RedisScripts/fence``): a write carrying the tag that is older
+    /// than the removal and not yet indexed when the scan passes is then refused by its tag
+    /// script instead of landing after the scan. Members added meanwhile by older writes are
+    /// removed too; newer ones stay. Throws the first error reply (nothing is published then: the
+    /// writer retries the whole removal).
     func removeTagged(_ tag: [UInt8], version: RecordVersion) async throws {
         let tagKey = keys.tag(tag)
+        let fenceEnd = version.milliseconds.addingReportingOverflow(tombstoneMilliseconds).partialValue
+        try Self.checked(
+            try await execute([
+                RedisCommand("EVAL", RedisScripts.fence, Array("1".utf8), tagKey, Array("\(fenceEnd)".utf8), key: tagKey)
+            ]))
         var cursor: [UInt8] = Array("0".utf8)
         repeat {
             let replies = try await execute([
@@ -25,7 +33,8 @@ extension RedisRemoteStore {
                 guard case .bulkString(let member?) = value else {
                     throw RedisClientError.protocolViolation("unexpected ZSCAN reply")
                 }
-                members.append(member)
+                // The fence ('') is no key: it stays, and ends by its score.
+                if !member.isEmpty { members.append(member) }
             }
             cursor = next
             guard !members.isEmpty else { continue }

@@ -263,17 +263,20 @@ extension RedisRemoteStore {
                 return [.failed(error)]
             }
         }
+        let now = CacheChange.wallClockNow()
+        // Settled before their values are sent: writes fenced out by a tag removal, or whose tag
+        // scripts were refused or failed.
+        var outcomes = await indexTags(of: writes, now: now)
         var commands: [RedisCommand] = []
         /// Each write's commands, which of them says whether it stored, and whether a 0 there
         /// means a newer write won (a value's script).
-        var spans: [(range: Range<Int>, decider: Int?, isValue: Bool)] = []
-        let now = CacheChange.wallClockNow()
-        for write in writes {
+        var spans: [(write: Int, range: Range<Int>, decider: Int?, isValue: Bool)] = []
+        for (index, write) in writes.enumerated() where outcomes[index] == nil {
             let start = commands.count
             var decider: Int?
             var isValue = false
             switch write {
-            case .set(let key, let record, let keepUntil, let tags, let absentSince, let version):
+            case .set(let key, let record, let keepUntil, _, let absentSince, let version):
                 let expired = keepUntil != 0 && keepUntil <= now
                 if expired {
                     // Expired before it was sent: as good as removed (a load's value: nothing to do).
@@ -296,15 +299,6 @@ extension RedisRemoteStore {
                         RedisEnvelope.storing(record, version: version, expires: keepUntil),
                         Array("\(redisExpiry)".utf8), keys.channel, change(.key, key, version), loadStart,
                         Array("\(now)".utf8), key: valueKey))
-                // After the value: a tag removal racing this write either finds the key in the
-                // set (and removes it) or leaves it in the set for the next one.
-                for tag in tags {
-                    let tagKey = keys.tag(tag)
-                    commands.append(
-                        RedisCommand(
-                            "EVAL", RedisScripts.tag, Array("1".utf8), tagKey, key, Array("\(keepUntil)".utf8),
-                            Array("\(now)".utf8), key: tagKey))
-                }
             case .remove(let key, let version):
                 decider = commands.count
                 commands.append(tombstone(key, version, publishing: true))
@@ -317,22 +311,69 @@ extension RedisRemoteStore {
             case .removeTag, .removeAll:
                 break  // on their own, above
             }
-            spans.append((start..<commands.count, decider, isValue))
+            spans.append((index, start..<commands.count, decider, isValue))
         }
         let replies: [RESPValue]
         do {
             replies = commands.isEmpty ? [] : try await execute(commands)
         } catch {
-            return Array(repeating: .failed(error), count: writes.count)
+            return outcomes.map { $0 ?? .failed(error) }
         }
-        return spans.map { span in
-            for index in span.range {
-                if case .error(let message) = replies[index] { return .refused(RedisWriteRefusal(message)) }
+        for span in spans {
+            outcomes[span.write] = {
+                for index in span.range {
+                    if case .error(let message) = replies[index] { return .refused(RedisWriteRefusal(message)) }
+                }
+                guard let decider = span.decider else { return .landed(published: false) }
+                if replies[decider] == .integer(1) { return .landed(published: true) }
+                return span.isValue ? .superseded : .landed(published: false)
+            }()
+        }
+        return outcomes.map { $0 ?? .landed(published: false) }
+    }
+
+    /// Runs the tag scripts of the values in `writes` that carry tags, before any value is sent:
+    /// so a tag removal racing a write finds its key in the set, or fenced it out, or is older
+    /// than it (``RedisScripts/tag``). Returns, by position in `writes`, the outcome of each write
+    /// settled here: superseded when a tag removal at least as new fenced it out (it must not
+    /// land), refused or failed when its tag scripts were; nil for the others.
+    private func indexTags(of writes: [RedisWrite], now: UInt64) async -> [WriteOutcome?] {
+        var outcomes = [WriteOutcome?](repeating: nil, count: writes.count)
+        var commands: [RedisCommand] = []
+        var spans: [(write: Int, range: Range<Int>)] = []
+        for (index, write) in writes.enumerated() {
+            guard case .set(let key, _, let keepUntil, let tags, _, let version) = write, !tags.isEmpty,
+                keepUntil == 0 || keepUntil > now
+            else { continue }
+            let start = commands.count
+            // The end of the fence this write would leave were it a removal.
+            let fenceEnd = version.milliseconds.addingReportingOverflow(tombstoneMilliseconds).partialValue
+            for tag in tags {
+                let tagKey = keys.tag(tag)
+                commands.append(
+                    RedisCommand(
+                        "EVAL", RedisScripts.tag, Array("1".utf8), tagKey, key, Array("\(keepUntil)".utf8),
+                        Array("\(now)".utf8), Array("\(fenceEnd)".utf8), key: tagKey))
             }
-            guard let decider = span.decider else { return .landed(published: false) }
-            if replies[decider] == .integer(1) { return .landed(published: true) }
-            return span.isValue ? .superseded : .landed(published: false)
+            spans.append((index, start..<commands.count))
         }
+        guard !commands.isEmpty else { return outcomes }
+        let replies: [RESPValue]
+        do {
+            replies = try await execute(commands)
+        } catch {
+            for span in spans { outcomes[span.write] = .failed(error) }
+            return outcomes
+        }
+        for span in spans {
+            let answers = replies[span.range]
+            if answers.contains(.integer(-1)) {
+                outcomes[span.write] = .superseded
+            } else if case .error(let message)? = answers.first(where: { if case .error = $0 { true } else { false } }) {
+                outcomes[span.write] = .refused(RedisWriteRefusal(message))
+            }
+        }
+        return outcomes
     }
 
     /// The script that leaves `key`'s tombstone of `version`, publishing the key's change or not.

@@ -79,25 +79,54 @@ enum RedisScripts {
         """).utf8)
 
     /// Indexes a key (ARGV[1]) under a tag (KEYS[1], a sorted set scored by each member's end of
-    /// life: ARGV[2], ms since 1970, or '0' for none). Members whose life ended by ARGV[3] (now)
-    /// are trimmed on every add, so the set shrinks with its values instead of growing while the
-    /// tag stays in use; a key written again keeps one member, with the later of its ends (`GT`:
-    /// a late, older write does not shorten it). The set lives as long as its longest-lived member.
+    /// life: ARGV[2], ms since 1970, or '0' for none), unless a removal of the tag fenced it: ARGV[4]
+    /// is the end of the fence this write would leave were it a removal (its version's ms plus a
+    /// tombstone's life); a fence (member '', which no key can be: keys are never empty) lasting
+    /// at least as long means a removal of the tag at least as new as this write, and the write
+    /// must not land (returns -1). Run before the value's own script, so that a tag removal
+    /// racing the write either finds the key in the set, fences it out, or is older than it.
+    /// Members whose life ended by ARGV[3] (now) are trimmed on every add, the fence at its end
+    /// too, so the set shrinks with its values instead of growing while the tag stays in use; a
+    /// key written again keeps one member, with the later of its ends (`GT`: a late, older write
+    /// does not shorten it). The set lives as long as its longest-lived member. Returns 1 when the
+    /// member is new, 0 when it was there.
     static let tag = Array(
-        """
+        ("""
+        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3])
+        local fence = redis.call('ZSCORE', KEYS[1], '')
+        if fence and tonumber(fence) >= (tonumber(ARGV[4]) or 0) then return -1 end
         local keep = tonumber(ARGV[2]) or 0
         local score = keep == 0 and '+inf' or ARGV[2]
         local added = redis.call('ZADD', KEYS[1], 'GT', score, ARGV[1])
-        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3])
-        local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-        if last[2] == nil then return added end
-        if last[2] == 'inf' or last[2] == '+inf' then
-          redis.call('PERSIST', KEYS[1])
-        else
-          redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', tonumber(last[2])))
-        end
+
+        """ + expireWithLastMember + """
         return added
-        """.utf8)
+        """).utf8)
+
+    /// Fences a tag (KEYS[1], its sorted set) before its removal scans the set: the member '' scored
+    /// ARGV[1], the removal's version's ms plus a tombstone's life (a later fence stays). A write
+    /// carrying the tag and older than the removal then finds the fence and does not land
+    /// (``tag``). Allowed when Redis is out of memory, as tombstones are. Returns 1.
+    static let fence = Array(
+        ("#!lua flags=allow-oom\n" + """
+        redis.call('ZADD', KEYS[1], 'GT', ARGV[1], '')
+
+        """ + expireWithLastMember + """
+        return 1
+        """).utf8)
+
+    /// Sets KEYS[1]'s expiry to its highest score (none when that is +inf).
+    private static let expireWithLastMember = """
+        local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+        if last[2] ~= nil then
+          if last[2] == 'inf' or last[2] == '+inf' then
+            redis.call('PERSIST', KEYS[1])
+          else
+            redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', tonumber(last[2])))
+          end
+        end
+
+        """
 
     /// Deletes the lease key only while it still holds the caller's token.
     static let release = Array(

@@ -59,6 +59,15 @@ struct WriteProtocolTests {
         ]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Runs the tag script on `t:t:tag` through redis-cli for `member`; its reply ("1" added, "0"
+    /// there already, "-1" fenced out by a removal of the tag).
+    static func indexTag(_ server: RedisServer, _ member: String, keepUntil: Int, now: Int, fenceEnd: Int) throws -> String {
+        try server.cli([
+            "EVAL", String(decoding: RedisScripts.tag, as: UTF8.self), "1", "t:t:tag", member, "\(keepUntil)", "\(now)",
+            "\(fenceEnd)",
+        ]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     @Test("A value Redis refuses for want of memory is never served from Redis in its old form; it lands once memory is back")
     func refusedWriteNeverServesTheOldValue() async throws {
         let server = try await RedisServer()
@@ -311,9 +320,7 @@ extension WriteProtocolTests {
     func tagSetsShrink() async throws {
         let server = try await RedisServer()
         func add(_ member: String, keepUntil: Int, now: Int) throws {
-            _ = try server.cli([
-                "EVAL", String(decoding: RedisScripts.tag, as: UTF8.self), "1", "t:t:tag", member, "\(keepUntil)", "\(now)",
-            ])
+            _ = try Self.indexTag(server, member, keepUntil: keepUntil, now: now, fenceEnd: now)
         }
         // 10 keys living 1 s each, written every 600 ms for 8 rounds (the review's case, 250 keys,
         // scaled down): the set holds the live ones, never the 80 written.
@@ -498,6 +505,63 @@ extension WriteProtocolTests {
         await Machine.wait(one, "c reached Redis") { $0.pendingWrites == 0 && $0.writes >= 3 }
         #expect(try await deaf.value(forKey: "c", load: { "deaf's c" }) == "one's c")
         #expect((deaf.statistics.remote?.hits ?? 0) >= 1)
+    }
+}
+#endif
+#if Redis
+extension WriteProtocolTests {
+    @Test("A tag removal fences out older writes of the tag not yet indexed: the fence decides, ties included, and ends")
+    func tagFence() async throws {
+        let server = try await RedisServer()
+        let now = Int(CacheChange.wallClockNow())
+        let fenceEnd = now + 60_000
+        let fenced = try server.cli([
+            "EVAL", String(decoding: RedisScripts.fence, as: UTF8.self), "1", "t:t:tag", "\(fenceEnd)",
+        ])
+        #expect(fenced.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        // Older than the removal, and as old: out. Newer: indexed.
+        #expect(try Self.indexTag(server, "k", keepUntil: 0, now: now, fenceEnd: fenceEnd - 1) == "-1")
+        #expect(try Self.indexTag(server, "k", keepUntil: 0, now: now, fenceEnd: fenceEnd) == "-1")
+        #expect(try Self.indexTag(server, "k", keepUntil: 0, now: now, fenceEnd: fenceEnd + 1) == "1")
+        #expect(try server.cli(["ZSCORE", "t:t:tag", "k"]).trimmingCharacters(in: .whitespacesAndNewlines) == "inf")
+        // An older fence does not replace a newer one (GT).
+        _ = try server.cli(["EVAL", String(decoding: RedisScripts.fence, as: UTF8.self), "1", "t:t:tag", "\(now)"])
+        #expect(try server.cli(["ZSCORE", "t:t:tag", ""]).trimmingCharacters(in: .whitespacesAndNewlines) == "\(fenceEnd)")
+        // Past its end, the fence is trimmed like any member, and writes are indexed again.
+        #expect(try Self.indexTag(server, "j", keepUntil: 0, now: fenceEnd + 1, fenceEnd: fenceEnd - 5) == "1")
+        #expect(try server.cli(["ZSCORE", "t:t:tag", ""]).trimmingCharacters(in: .whitespacesAndNewlines).isEmpty)
+    }
+
+    @Test("A tagged write older than a tag removal, reaching Redis only after it, does not land")
+    func tagRemovalFencesLateWrite() async throws {
+        let server = try await RedisServer()
+        let proxy = try StallingProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        // Machine one reaches Redis through the proxy; machine two directly.
+        let (one, d1) = try await Self.machine(server) {
+            $0.endpoints = [.init(host: "127.0.0.1", port: proxy.port)]
+            $0.commandTimeout = .milliseconds(300)
+        }
+        let (two, d2) = try await Self.machine(server)
+        defer {
+            d1.remove()
+            d2.remove()
+        }
+        proxy.stall()
+        one.insert("one's", forKey: "k", tags: ["tag"])
+        await waitFor("machine one's write is held by the partition") { proxy.heldBytes > 0 }
+        // The removal is made after the write (a newer version) and lands first; k is not in the
+        // tag's set yet, so its scan cannot find it.
+        two.removeAll(taggedWith: "tag")
+        await Machine.wait(two, "the tag removal landed") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        proxy.resume()
+        await Machine.wait(one, "machine one's write was settled") { $0.pendingWrites == 0 }
+        if case .record? = try Self.envelope(server, "k") {
+            Issue.record("the write the tag removal covered landed after it")
+        }
+        let loader = RemoteTierTests.CountingLoader()
+        #expect(try await two.value(forKey: "k", load: loader.load("loaded")) == "loaded")
+        #expect(loader.runs.load(ordering: .relaxed) == 1)
     }
 }
 #endif

@@ -131,11 +131,18 @@ struct FaultInjectionTests {
         let outcome = try FaultScenarioOutcome(directory: directory, arguments: ["address-space"])
         print("address-space limit -> \(outcome.summary)")
         try #require(outcome.lines.contains { $0.hasPrefix("address space limited to ") }, "\(outcome.lines)")
-        #expect(
-            outcome.lines.contains { $0.hasPrefix("write error diskFull") },
-            "the write that needed a bigger map gets diskFull: \(outcome.lines)")
         let read = try #require(outcome.lines.first { $0.hasPrefix("read ") })
         #expect(!read.hasPrefix("read hits 0 "), "values written before the failure are read back: \(read)")
+        // The 4,600 values need more than the 32 MiB map. A batch that does not fit sets off an
+        // emergency trim (twice its bytes) and a retry: whether the retry fits depends on how the
+        // writer batched the values (a busy machine makes smaller batches), so either the write
+        // gets diskFull, or it went through by evicting older values (no limit but the map's
+        // evicts here: misses prove the failed growth was met).
+        let evicted = read.hasPrefix("read hits") && !read.contains(" misses 0 ") && read.contains(" wrong 0")
+        #expect(
+            outcome.lines.contains { $0.hasPrefix("write error diskFull") }
+                || (outcome.lines.contains("write ok") && evicted),
+            "the write that needed a bigger map gets diskFull, or room by eviction: \(outcome.lines)")
         try Self.expectContained(outcome, in: directory, "address-space limit")
     }
 }
