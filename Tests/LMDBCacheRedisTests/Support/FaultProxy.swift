@@ -24,7 +24,9 @@ final class FaultProxy: @unchecked Sendable {
         /// Forwards replies (upstream to client) `by` late: a slow link or a paused server.
         case delayReplies(by: Duration)
         /// Discards replies: requests reach Redis and run, their answers never arrive (the client
-        /// times out not knowing whether its write landed).
+        /// times out not knowing whether its write landed). A connection that lost a reply is out
+        /// of step with its client, as a TCP connection never is: when the fault ends, every
+        /// connection is reset (what a real link that lost replies comes to).
         case dropReplies
         /// Forwards at most `bytesPerSecond` each way: a slow link.
         case bandwidth(bytesPerSecond: Int)
@@ -65,10 +67,13 @@ final class FaultProxy: @unchecked Sendable {
     var current: Fault {
         get { condition.withLock { fault } }
         set {
-            condition.withLock {
+            let wasDropping = condition.withLock {
+                let old = fault
                 fault = newValue
                 condition.broadcast()
+                return old == .dropReplies
             }
+            if wasDropping && newValue != .dropReplies { resetConnections() }
         }
     }
 
