@@ -12,6 +12,8 @@ enum FaultChecker {
         var refusalLead: Double = 1_000
         /// How far the wall and monotonic clocks may move apart before ε means nothing.
         var clockDrift: Double = 2
+        /// The machines' `writeRetryLimit`: how long a write may be retried before it is dropped.
+        var writeRetryLimit: Double = 2_000
     }
 
     /// One broken rule, with the operations (and faults) that show it.
@@ -174,7 +176,8 @@ enum FaultChecker {
                     }
                 })
             let removed = standing.contains { $0.effect == .removal }
-            if removed || writes.isEmpty || dropped, let value = first.value { allowed.insert(value) }
+            let mayBeDropped = dropped && standing.contains { exposed($0.operation, history, bounds) }
+            if removed || writes.isEmpty || mayBeDropped, let value = first.value { allowed.insert(value) }
             guard !allowed.contains(final) else { continue }
             let standingPuts = standing.filter { if case .strong = $0.effect { true } else { false } }
             let writer = writes.first { $0.operation.value == final }?.operation
@@ -184,12 +187,12 @@ enum FaultChecker {
                         rule: .resurrection,
                         message: "\(key) ends with \(final), written before the removals that stand",
                         operations: [writer] + standing.map(\.operation) + finals))
-            } else if final == first.value, !standingPuts.isEmpty, !dropped {
+            } else if final == first.value, !standingPuts.isEmpty {
                 violations.append(
                     Violation(
                         rule: .lostWrite,
                         message:
-                            "\(key) ends absent (the first final loader's value), though puts stand and no write was dropped",
+                            "\(key) ends absent (the first final loader's value), though puts stand that no fault could have made a machine drop",
                         operations: standing.map(\.operation) + finals))
             } else {
                 violations.append(
@@ -202,11 +205,44 @@ enum FaultChecker {
         return violations
     }
 
+    /// Whether a fault came near enough to `write` for it to be dropped: one active during
+    /// [its start − B, its end + `writeRetryLimit` + B] (a write is dropped only after failing for
+    /// `writeRetryLimit`, or refused for want of memory; B covers a circuit still open and the
+    /// queue ahead of it).
+    static func exposed(_ write: FaultHistory.Operation, _ history: FaultHistory, _ bounds: Bounds) -> Bool {
+        let from = write.start - bounds.staleness
+        let to = write.end + bounds.writeRetryLimit + bounds.staleness
+        return history.faults.contains { $0.start <= to && $0.end >= from }
+    }
+
+    /// How much of `history` the rules could judge: reads R4 judged, and keys whose end a lost
+    /// write could be found in (for the summary of a run: a rule that judged nothing passed
+    /// vacuously).
+    static func coverage(_ history: FaultHistory, bounds: Bounds = Bounds()) -> (judgedReads: Int, lostWriteKeys: Int) {
+        let judged = staleReads(history, bounds).judged
+        var keys = 0
+        for key in history.tags.keys {
+            let standing = unsuperseded(writes(of: key, in: history, finals: false), bounds)
+            if standing.contains(where: { if case .strong = $0.effect { true } else { false } }),
+                !standing.contains(where: { exposed($0.operation, history, bounds) })
+            {
+                keys += 1
+            }
+        }
+        return (judged, keys)
+    }
+
     // MARK: R4
 
     /// R4: a read well after its key's newest write, with nothing failing or racing it, is not
     /// stale.
     static func staleness(_ history: FaultHistory, _ bounds: Bounds) -> [Violation] {
+        staleReads(history, bounds).violations
+    }
+
+    /// R4's violations, and how many reads it judged.
+    static func staleReads(_ history: FaultHistory, _ bounds: Bounds) -> (violations: [Violation], judged: Int) {
+        var judged = 0
         var violations: [Violation] = []
         var writesByKey: [String: [(operation: FaultHistory.Operation, effect: Effect)]] = [:]
         for key in history.tags.keys { writesByKey[key] = writes(of: key, in: history, finals: true) }
@@ -222,6 +258,7 @@ enum FaultChecker {
             if others.contains(where: { $0.operation != newest.operation && $0.operation.start <= read.end && $0.operation.end >= from }) {
                 continue
             }
+            judged += 1
             let acceptable: Bool
             switch newest.effect {
             case .strong(let value):
@@ -242,7 +279,7 @@ enum FaultChecker {
                         operations: [newest.operation, read]))
             }
         }
-        return violations
+        return (violations, judged)
     }
 
     // MARK: R5

@@ -125,9 +125,11 @@ struct FaultHarnessTests {
         let totals = ["dropped", "refused", "openings", "drops", "failures"].map { name in
             "\(name)=\(history.finalStats.reduce(0) { $0 + ($1[name] ?? 0) })"
         }.joined(separator: " ")
+        let coverage = FaultChecker.coverage(history)
         print(
-            "fault harness: seed \(seed): \(history.operations.count) operations, faults \(kinds); \(totals); \(violations.count) violation(s)"
-        )
+            "fault harness: seed \(seed): \(history.operations.count) operations, faults \(kinds); \(totals); "
+                + "R4 judged \(coverage.judgedReads) reads, R2 could find a lost write in \(coverage.lostWriteKeys) keys; "
+                + "\(violations.count) violation(s)")
         // A run that stopped early (no final counts) is written out too.
         guard !violations.isEmpty || history.finalStats.isEmpty else { return }
         let url = FileManager.default.temporaryDirectory.appendingPathComponent(

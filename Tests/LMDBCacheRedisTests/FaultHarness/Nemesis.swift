@@ -5,7 +5,7 @@ import Foundation
 /// machines' proxies and the Redis server.
 ///
 /// The schedule alternates stretches of faults (one at a time, each for 0.3–2 s, healed, then a
-/// gap of 0.2–1 s) with calm windows (no fault for their whole length), which the workload uses
+/// gap of 0.2–1 s) with calm windows (no fault for their whole length; the run ends with one), which the workload uses
 /// to set up the reads rule R4 judges: first only local reads (``Phase/hush``, B + 0.5 s), then a
 /// second of writes (``Phase/writes``), then only reads (``Phase/reads``, B + 3 s).
 struct FaultSchedule: Sendable {
@@ -47,8 +47,11 @@ struct FaultSchedule: Sendable {
         length = Double(seconds) * 1_000
         var time = 500.0
         var nextCalm = Double.random(in: 4_000...8_000, using: &random)
-        while time < length {
-            if time >= nextCalm {
+        // The run ends with a calm window: the final values come from writes no fault came near.
+        let calmLength = 2 * staleness + 4_500
+        let faultsEnd = max(time, length - calmLength - 300)
+        while time < faultsEnd {
+            if time >= nextCalm && time + calmLength < faultsEnd {
                 let writes = time + staleness + 500
                 let reads = writes + 1_000
                 let end = reads + staleness + 3_000
@@ -67,10 +70,13 @@ struct FaultSchedule: Sendable {
             default: parameter = 0
             }
             let duration = kind == .reset ? 0 : Double.random(in: 300...2_000, using: &random)
-            guard time + duration < length else { break }
+            guard time + duration < faultsEnd else { break }
             faults.append(Planned(kind: kind, node: node, parameter: parameter, start: time, duration: duration))
             time += duration + Double.random(in: 200...1_000, using: &random)
         }
+        let start = max(time, faultsEnd) + 300
+        calm.append((start, start + staleness + 500, start + staleness + 1_500, start + calmLength))
+        length = max(length, start + calmLength)
     }
 
     /// The phase at `time` (milliseconds from the start).
