@@ -29,7 +29,7 @@ struct FaultSchedule: Sendable {
         case normal
         /// Local reads alone: no write, so a calm window's writes follow none closely.
         case hush
-        /// Writes and reads, nothing failing.
+        /// One write of each key by the machine that owns it, then reads; nothing failing.
         case writes
         /// Reads alone (a get-or-load may still run its loader), nothing failing.
         case reads

@@ -47,8 +47,12 @@ struct FaultWorkload: Sendable {
     func run(_ machine: Machine, seed: UInt64) async throws {
         var random = SeededGenerator(seed: seed ^ (UInt64(machine.index + 1) &* 0xD1B5_4A32_D192_ED03))
         var count = 0
+        // The calm window whose writes this machine made, and those it has still to make.
+        var calmWindow = -1.0
+        var owed: [String] = []
         while recorder.now < schedule.length {
-            let phase = schedule.phase(at: recorder.now)
+            let now = recorder.now
+            let phase = schedule.phase(at: now)
             let key = Self.keys.randomElement(using: &random) ?? "k0"
             let roll = Int.random(in: 0..<1_000, using: &random)
             count += 1
@@ -58,12 +62,21 @@ struct FaultWorkload: Sendable {
             case .hush: command = .get(key)
             case .reads: command = roll < 500 ? .get(key) : .load(key, value)
             case .writes:
-                switch roll {
-                case ..<350: command = .put(key, value)
-                case ..<550: command = .load(key, value)
-                case ..<700: command = .remove(key)
-                case ..<760: command = .removeTag(Self.tags[key] ?? "t0")
-                default: command = .get(key)
+                // One write of each key this machine owns (k<i> and k<i+3>), so that each key has
+                // one write in the window for R4 to judge the reads after it by.
+                if let window = schedule.calm.last(where: { $0.start <= now })?.start, window != calmWindow {
+                    calmWindow = window
+                    owed = Self.keys.indices.filter { $0 % 3 == machine.index % 3 }.map { Self.keys[$0] }
+                }
+                if owed.isEmpty {
+                    command = .get(key)
+                } else {
+                    let owned = owed.removeFirst()
+                    switch roll {
+                    case ..<650: command = .put(owned, value)
+                    case ..<850: command = .remove(owned)
+                    default: command = .load(owned, value)
+                    }
                 }
             case .normal:
                 switch roll {
