@@ -1,4 +1,5 @@
 #if Redis
+import Foundation
 import Testing
 
 /// Negative controls for ``FaultChecker``: fabricated histories, each breaking one rule (and only
@@ -107,6 +108,21 @@ struct FaultCheckerTests {
         let operations = [Self.put(0, "k0", "n0.1", 100)] + Self.finals(["n0.1", "n0.1", "n0.1"])
         #expect(Self.rules(Self.history(operations, faults: [fault])) == [.refusals])
         #expect(Self.rules(Self.history(operations, faults: [fault], refused: 1)).isEmpty)
+    }
+
+    @Test("A history's JSON lines: a header, then each fault and operation, each line one JSON object")
+    func jsonLines() throws {
+        let fault = FaultHistory.Fault(kind: .outOfMemory, start: 0, end: 2_000)
+        let history = Self.history(
+            [Self.put(0, "k0", "n0.1", 100)] + Self.finals(["n0.1", "n0.1", "n0.1"]), faults: [fault])
+        let lines = history.jsonLines().split(separator: "\n")
+        #expect(lines.count == 1 + 1 + 4)
+        for line in lines {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8))
+            #expect(object is [String: Any])
+        }
+        #expect(lines[1].contains("\"fault\""))
+        #expect(lines.dropFirst(2).allSatisfy { $0.contains("\"op\"") })
     }
 
     @Test("A load's value supersedes nothing: an older put may win over it")

@@ -7,9 +7,11 @@ import Testing
 /// nemesis (``FaultWorkload``, ``Nemesis``), and ``FaultChecker``'s rules over the recorded
 /// history ("What the fault harness checks" in SeveralMachines.md).
 ///
-/// One seed, 40 s of workload by default (about a minute in all). `LMDBCACHE_FAULT_SEEDS=N` runs N
+/// One seed, 40 s of workload by default (about 50 s in all on a two-core machine). `LMDBCACHE_FAULT_SEEDS=N` runs N
 /// random seeds, `LMDBCACHE_FAULT_SEED=S` replays seed S, and `LMDBCACHE_FAULT_SECONDS` sets the
 /// workload's length. A failing run prints its seed and the path of its history (JSON lines).
+/// `LMDBCACHE_FAULT_NODE_OPTIONS` adds node options (space-separated `name=value`, overriding the
+/// harness's: e.g. `missed=memory` to see the stale disk reads `.dropMemoryTier` allows).
 @Suite("Fault harness", .serialized)
 struct FaultHarnessTests {
     static let nodes = 3
@@ -27,6 +29,12 @@ struct FaultHarnessTests {
     static let seconds: Int = {
         let text = ProcessInfo.processInfo.environment["LMDBCACHE_FAULT_SECONDS"]
         return text.flatMap { Int($0) }.map { max(5, min($0, 3_600)) } ?? 40
+    }()
+
+    /// Node options from the environment, after the harness's own (a later option wins).
+    static let extraOptions: [String] = {
+        let text = ProcessInfo.processInfo.environment["LMDBCACHE_FAULT_NODE_OPTIONS"] ?? ""
+        return text.split(separator: " ").map(String.init).filter { $0.contains("=") && !$0.contains("\n") }
     }()
 
     /// How long the machines may take to settle once the faults heal before it is a hang.
@@ -49,7 +57,7 @@ struct FaultHarnessTests {
             proxies.append(proxy)
             let node = try FleetNode(
                 "fault-n\(index)", port: proxy.port,
-                options: ["timeout=150", "open=300", "retry=2000", "missed=both", "namespace=fh"])
+                options: ["timeout=150", "open=300", "retry=2000", "missed=both", "namespace=fh"] + Self.extraOptions)
             machines.append(FaultWorkload.Machine(index: index, node: node))
         }
         for machine in machines {
@@ -129,7 +137,7 @@ struct FaultHarnessTests {
         print(
             "fault harness: seed \(seed): \(history.operations.count) operations, faults \(kinds); \(totals); "
                 + "R4 judged \(coverage.judgedReads) reads, R2 could find a lost write in \(coverage.lostWriteKeys) keys; "
-                + "\(violations.count) violation(s)")
+                + String(format: "clocks drifted %.2f ms; ", history.clockDrift) + "\(violations.count) violation(s)")
         // A run that stopped early (no final counts) is written out too.
         guard !violations.isEmpty || history.finalStats.isEmpty else { return }
         let url = FileManager.default.temporaryDirectory.appendingPathComponent(
