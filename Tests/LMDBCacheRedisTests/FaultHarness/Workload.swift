@@ -43,7 +43,9 @@ struct FaultWorkload: Sendable {
         }
     }
 
-    /// Runs `machine`'s operations until the schedule's end.
+    /// Runs `machine`'s operations until the schedule's end: any operation outside calm windows;
+    /// in one, local reads, then one write of each key the machine owns (`k<i>` and `k<i+3>`;
+    /// in the run's last window `k<i>` alone), then reads.
     func run(_ machine: Machine, seed: UInt64) async throws {
         var random = SeededGenerator(seed: seed ^ (UInt64(machine.index + 1) &* 0xD1B5_4A32_D192_ED03))
         var count = 0
@@ -64,9 +66,13 @@ struct FaultWorkload: Sendable {
             case .writes:
                 // One write of each key this machine owns (k<i> and k<i+3>), so that each key has
                 // one write in the window for R4 to judge the reads after it by.
+                // In the run's last window, k0…k2 alone: k3…k5 end as the faults left them, for
+                // R2 and R3 to judge.
                 if let window = schedule.calm.last(where: { $0.start <= now })?.start, window != calmWindow {
                     calmWindow = window
-                    owed = Self.keys.indices.filter { $0 % 3 == machine.index % 3 }.map { Self.keys[$0] }
+                    let last = window == schedule.calm.last?.start
+                    owed = Self.keys.indices.filter { $0 % 3 == machine.index % 3 && !(last && $0 >= 3) }
+                        .map { Self.keys[$0] }
                 }
                 if owed.isEmpty {
                     command = .get(key)
