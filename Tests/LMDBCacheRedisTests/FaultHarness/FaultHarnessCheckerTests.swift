@@ -6,7 +6,7 @@ import Testing
 /// that one), must be reported; a clean one must pass. A checker that reports nothing would pass
 /// every fault run, so these show that it can fail one.
 @Suite("Fault harness checker")
-struct FaultCheckerTests {
+struct FaultHarnessCheckerTests {
     typealias Operation = FaultHistory.Operation
 
     static func put(_ node: Int, _ key: String, _ value: String, _ start: Double) -> Operation {

@@ -5,7 +5,7 @@ import Testing
 /// Directed runs of the fault harness: a fault schedule written out by hand for one race the
 /// random schedule reaches rarely, recorded and judged by ``FaultChecker`` like a seeded run.
 @Suite("Fault harness, directed scenarios", .serialized)
-struct DirectedScenarioTests {
+struct FaultHarnessDirectedTests {
     @Test(
         "A tag removal made after a partitioned machine's put returned is not undone when the put lands",
         .timeLimit(.minutes(5)))
