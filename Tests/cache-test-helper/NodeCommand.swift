@@ -11,21 +11,23 @@ import LMDBCacheRedis
 /// Options: `timeout=MS` (command timeout, default 250), `namespace=NS`, `password=PW`,
 /// `user=NAME`, `cluster=P2,P3,…` (PORT and these are the seeds of a Redis Cluster),
 /// `threshold=N` (failures that open the circuit, default 5), `open=MS` (how long it stays open,
-/// default 1000).
+/// default 1000), `retry=MS` (`writeRetryLimit`, default 30000), `missed=both` (`missedChanges:
+/// .dropBothTiers`; default the memory tier alone).
 ///
 /// Prints "ready" once the cache is open, then answers:
 ///
 /// | command | does | answers |
 /// |---|---|---|
 /// | `put K V [TAG...]` | `insert(V, forKey: K, tags:)` | `ok` |
-/// | `load K V` | `value(forKey: K) { V }` | `VALUE loaded=0/1 ms=ELAPSED` |
+/// | `load K V [TAG...]` | `value(forKey: K) { context in context.tags = TAGs; return V }` | `VALUE loaded=0/1 ms=ELAPSED` |
 /// | `leaseload K V MS` | the same with a lease, the loader taking MS milliseconds | `VALUE loaded=0/1 ms=ELAPSED` |
 /// | `get K` | `value(forKey: K)` (local tiers) | the value, or `missing` |
 /// | `mem K` | the memory tier alone | the value, or `missing` |
 /// | `rm K` | `removeValue(forKey: K)` | `ok` |
 /// | `rmtag T` | `removeAll(taggedWith: T)` | the count |
+/// | `rmall` | `removeAll()` | `ok` |
 /// | `flush` | `flush()` | `ok` or `error …` |
-/// | `stats` | | `name=value` pairs of ``RemoteStatistics`` and the loads |
+/// | `stats` | | `name=value` pairs of ``RemoteStatistics`` (`refused=` writesRefused, `pending=` pendingWrites, `dropped=` writesDropped, `drops=` memoryTierDrops, …) and the loads |
 /// | `quit` | closes the cache | `bye` |
 enum NodeCommand {
     static func run(directory: URL, arguments: ArraySlice<String>) {
@@ -53,6 +55,10 @@ enum NodeCommand {
         }
         if let text = options["threshold"], let threshold = Int(text) { redis.failureThreshold = threshold }
         if let text = options["open"], let milliseconds = Int(text) { redis.openDuration = .milliseconds(milliseconds) }
+        if options["missed"] == "both" { redis.missedChanges = .dropBothTiers }
+        if let text = options["retry"], let milliseconds = Int(text), milliseconds >= 0 {
+            redis.writeRetryLimit = .milliseconds(milliseconds)
+        }
 
         var configuration = Cache<String, String>.Configuration()
         configuration.memory.automaticTrimming = false
@@ -70,8 +76,8 @@ enum NodeCommand {
             case ("put", 2...):
                 cache.insert(operands[1], forKey: operands[0], tags: Set(operands.dropFirst(2)))
                 answer("ok")
-            case ("load", 2):
-                answer(load(cache, operands[0], operands[1], freshness: nil, delay: 0))
+            case ("load", 2...):
+                answer(load(cache, operands[0], operands[1], tags: Set(operands.dropFirst(2)), freshness: nil, delay: 0))
             case ("leaseload", 3):
                 guard let delay = Int(operands[2]), delay >= 0 else {
                     answer("error leaseload K V MS")
@@ -90,6 +96,9 @@ enum NodeCommand {
                 answer("ok")
             case ("rmtag", 1):
                 answer("\(cache.removeAll(taggedWith: operands[0]))")
+            case ("rmall", 0):
+                cache.removeAll()
+                answer("ok")
             case ("flush", 0):
                 do {
                     try cache.flush()
@@ -104,7 +113,8 @@ enum NodeCommand {
                     [
                         "hits=\(remote.hits)", "misses=\(remote.misses)", "failures=\(remote.failures)",
                         "damaged=\(remote.damagedRecords)", "writes=\(remote.writes)",
-                        "dropped=\(remote.writesDropped)", "published=\(remote.changesPublished)",
+                        "dropped=\(remote.writesDropped)", "refused=\(remote.writesRefused)",
+                        "pending=\(remote.pendingWrites)", "published=\(remote.changesPublished)",
                         "received=\(remote.changesReceived)", "applied=\(remote.changesApplied)",
                         "drops=\(remote.memoryTierDrops)", "openings=\(remote.circuitOpenings)",
                         "open=\(remote.isCircuitOpen ? 1 : 0)", "subscribed=\(remote.isSubscribed ? 1 : 0)",
@@ -124,18 +134,20 @@ enum NodeCommand {
         exit(0)
     }
 
-    /// A get-or-load of `key` whose loader answers `value` after `delay` ms: "VALUE loaded=0/1
-    /// ms=ELAPSED", or "error …".
+    /// A get-or-load of `key` whose loader answers `value` after `delay` ms, setting the loaded
+    /// value's `tags` through its context: "VALUE loaded=0/1 ms=ELAPSED", or "error …".
     static func load(
-        _ cache: Cache<String, String>, _ key: String, _ value: String, freshness: Freshness?, delay: Int
+        _ cache: Cache<String, String>, _ key: String, _ value: String, tags: Set<String> = [], freshness: Freshness?,
+        delay: Int
     ) -> String {
         let outcome = Box()
         let done = DispatchSemaphore(value: 0)
         let start = ContinuousClock.now
         Task {
             do {
-                let found = try await cache.value(forKey: key, freshness: freshness) {
+                let found = try await cache.value(forKey: key, freshness: freshness) { context in
                     outcome.loaded = true
+                    if !tags.isEmpty { context.tags = tags }
                     if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
                     return value
                 }

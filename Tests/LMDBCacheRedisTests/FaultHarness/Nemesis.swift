@@ -1,0 +1,173 @@
+#if Redis
+import Foundation
+
+/// The fault harness's nemesis: a fault schedule drawn from a seed, and its execution against the
+/// machines' proxies and the Redis server.
+///
+/// The schedule alternates stretches of faults (one at a time, each for 0.3–2 s, healed, then a
+/// gap of 0.2–1 s) with calm windows (no fault for their whole length; the run ends with one), which the workload uses
+/// to set up the reads rule R4 judges: first only local reads (``Phase/hush``, B + 0.5 s), then a
+/// second of writes (``Phase/writes``), then only reads (``Phase/reads``, B + 3 s).
+struct FaultSchedule: Sendable {
+    /// One planned fault, in milliseconds from the run's start.
+    struct Planned: Sendable, CustomStringConvertible {
+        var kind: FaultHistory.Fault.Kind
+        var node: Int?
+        /// A reply delay (ms) or a rate (bytes a second), by kind.
+        var parameter: Int
+        var start: Double
+        var duration: Double
+
+        var description: String {
+            "\(kind.rawValue)\(node.map { " n\($0)" } ?? "") at \(Int(start)) ms for \(Int(duration)) ms"
+        }
+    }
+
+    /// What the workload may do at a moment.
+    enum Phase: Sendable, Equatable {
+        /// Anything (faults come and go).
+        case normal
+        /// Local reads alone: no write, so a calm window's writes follow none closely.
+        case hush
+        /// One write of each key by the machine that owns it, then reads; nothing failing.
+        case writes
+        /// Reads alone (a get-or-load may still run its loader), nothing failing.
+        case reads
+    }
+
+    var faults: [Planned] = []
+    /// Calm windows: (start, end of hush, end of writes, end), in milliseconds.
+    var calm: [(start: Double, writes: Double, reads: Double, end: Double)] = []
+    /// How long the workload runs, in milliseconds.
+    var length: Double
+
+    /// The schedule of a run of `seconds` with `nodes` machines, drawn from `seed`.
+    init(seed: UInt64, seconds: Int, nodes: Int, staleness: Double) {
+        var random = SeededGenerator(seed: seed)
+        length = Double(seconds) * 1_000
+        var time = 500.0
+        var nextCalm = Double.random(in: 4_000...8_000, using: &random)
+        // The run ends with a calm window: the final values come from writes no fault came near.
+        let calmLength = 2 * staleness + 4_500
+        let faultsEnd = max(time, length - calmLength - 300)
+        while time < faultsEnd {
+            if time >= nextCalm && time + calmLength < faultsEnd {
+                let writes = time + staleness + 500
+                let reads = writes + 1_000
+                let end = reads + staleness + 3_000
+                calm.append((time, writes, reads, end))
+                time = end + 300
+                nextCalm = time + Double.random(in: 6_000...10_000, using: &random)
+                continue
+            }
+            let kind = FaultHistory.Fault.Kind.allCases.randomElement(using: &random) ?? .blackHole
+            let node: Int? =
+                [.outOfMemory, .pauseWrites, .stopServer].contains(kind) ? nil : Int.random(in: 0..<nodes, using: &random)
+            let parameter: Int
+            switch kind {
+            case .delayReplies: parameter = Int.random(in: 20...400, using: &random)
+            case .bandwidth: parameter = Int.random(in: 500...20_000, using: &random)
+            default: parameter = 0
+            }
+            let duration = kind == .reset ? 0 : Double.random(in: 300...2_000, using: &random)
+            guard time + duration < faultsEnd else { break }
+            faults.append(Planned(kind: kind, node: node, parameter: parameter, start: time, duration: duration))
+            time += duration + Double.random(in: 200...1_000, using: &random)
+        }
+        let start = max(time, faultsEnd) + 300
+        calm.append((start, start + staleness + 500, start + staleness + 1_500, start + calmLength))
+        length = max(length, start + calmLength)
+    }
+
+    /// The phase at `time` (milliseconds from the start).
+    func phase(at time: Double) -> Phase {
+        guard let window = calm.first(where: { $0.start <= time && time < $0.end }) else { return .normal }
+        if time < window.writes { return .hush }
+        if time < window.reads { return .writes }
+        return .reads
+    }
+}
+
+/// Applies a ``FaultSchedule`` in real time and records each fault in the history: from just
+/// before it is applied to just after it is healed.
+struct Nemesis: Sendable {
+    let server: RedisServer
+    let proxies: [FaultProxy]
+    let recorder: HistoryRecorder
+
+    /// Runs the schedule to its end (every fault healed when it returns, even on an error).
+    func run(_ schedule: FaultSchedule) async throws {
+        for fault in schedule.faults {
+            // Waiting for the moment the schedule names: timing, not synchronisation.
+            let wait = fault.start - recorder.now
+            if wait > 0 { try await Task.sleep(for: .milliseconds(Int(wait))) }
+            let start = recorder.now
+            try await apply(fault)
+            if fault.duration > 0 {
+                do {
+                    try await Task.sleep(for: .milliseconds(Int(fault.duration)))
+                } catch {
+                    try await heal(fault)
+                    throw error
+                }
+            }
+            try await heal(fault)
+            let detail: String
+            switch fault.kind {
+            case .delayReplies: detail = "\(fault.parameter) ms"
+            case .bandwidth: detail = "\(fault.parameter) B/s"
+            default: detail = ""
+            }
+            recorder.record(
+                FaultHistory.Fault(kind: fault.kind, node: fault.node, detail: detail, start: start, end: recorder.now))
+        }
+    }
+
+    private func proxy(_ fault: FaultSchedule.Planned) -> FaultProxy? {
+        fault.node.flatMap { proxies.indices.contains($0) ? proxies[$0] : nil }
+    }
+
+    private func apply(_ fault: FaultSchedule.Planned) async throws {
+        switch fault.kind {
+        case .blackHole: proxy(fault)?.current = .blackHole
+        case .delayReplies: proxy(fault)?.current = .delayReplies(by: .milliseconds(fault.parameter))
+        case .dropReplies: proxy(fault)?.current = .dropReplies
+        case .bandwidth: proxy(fault)?.current = .bandwidth(bytesPerSecond: fault.parameter)
+        case .reset: proxy(fault)?.resetConnections()
+        case .outOfMemory: try await cli(["CONFIG", "SET", "maxmemory", "1"])
+        case .pauseWrites:
+            // The pause's own limit is a backstop: the heal unpauses.
+            try await cli(["CLIENT", "PAUSE", "\(Int(fault.duration) + 5_000)", "WRITE"])
+        case .stopServer: server.pause()
+        }
+    }
+
+    private func heal(_ fault: FaultSchedule.Planned) async throws {
+        switch fault.kind {
+        case .blackHole, .delayReplies, .dropReplies, .bandwidth: proxy(fault)?.current = .none
+        case .reset: break
+        case .outOfMemory: try await cli(["CONFIG", "SET", "maxmemory", "0"])
+        case .pauseWrites: try await cli(["CLIENT", "UNPAUSE"])
+        case .stopServer: server.resume()
+        }
+    }
+
+    /// Heals everything whatever the schedule did (after an error).
+    func healAll() async {
+        server.resume()
+        for proxy in proxies { proxy.current = .none }
+        _ = try? await cli(["CONFIG", "SET", "maxmemory", "0"])
+        _ = try? await cli(["CLIENT", "UNPAUSE"])
+    }
+
+    /// `redis-cli`, off Swift concurrency's threads; throws unless it answered OK.
+    private func cli(_ arguments: [String]) async throws {
+        let server = server
+        let reply = await FleetNode.offPool { Result { try server.cli(arguments) } }
+        let text = try reply.get().trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text == "OK" else {
+            throw RedisServer.Failure(description: "redis-cli \(arguments.joined(separator: " ")) answered \(text)")
+        }
+    }
+}
+#endif
