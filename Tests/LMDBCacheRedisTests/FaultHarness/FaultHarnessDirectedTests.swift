@@ -63,14 +63,12 @@ struct FaultHarnessDirectedTests {
         for machine in machines { history.finalStats.append(try await machine.node.stats()) }
         for machine in machines { await machine.node.quit() }
         let violations = FaultChecker.check(history.with(recorder), bounds: bounds)
-        // Known (found by this test): a tag removal tombstones only the members its tag's set
-        // holds when it runs (RedisRemoteStore+BroadRemovals.swift, removeTagged). k0 left the set
-        // with the first removal; the second finds it empty and fences nothing, so the put, older
-        // than the second removal but newer than k0's tombstone, lands when the partition heals
-        // and adds k0 back to the set. Not hidden in the library; reported (R3).
-        withKnownIssue("a tag removal does not fence a late older write of a key no longer in the tag's set", isIntermittent: true) {
-            harness.finish(&history, recorder, violations, 0)
-        }
+        // Found by this test: a tag removal tombstoned only the members its tag's set held when it
+        // ran. k0 left the set with the first removal, the second found it empty, and the put,
+        // older than the second removal but newer than k0's tombstone, landed when the partition
+        // healed (R3). The removal now fences the tag's set first, and the put's tag script is
+        // refused by the fence (RedisScripts.fence, WriteProtocolTests.tagRemovalFencesLateWrite).
+        harness.finish(&history, recorder, violations, 0)
     }
 }
 #endif
