@@ -5,8 +5,9 @@ import Synchronization
 /// to wait on: a value read from Redis before this cache can hear of changes could be replaced
 /// unannounced (the change published before the subscription) and served until it expires.
 ///
-/// Once open it stays open: after a lost subscription the next one reports the changes it may
-/// have missed (``RedisSubscriber``'s `onSubscribed(true)`), which covers what was read meanwhile.
+/// Once open it stays open: after a lost subscription the next one reports that changes may have
+/// been missed (``RedisSubscriber``'s `onSubscribed(true)`), and the cache drops its memory tier
+/// (its disk tier too with `missedChanges: .dropBothTiers`).
 final class SubscriptionGate: Sendable {
     private struct State {
         var isOpen = false

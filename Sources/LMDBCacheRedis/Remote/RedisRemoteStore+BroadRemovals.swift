@@ -6,18 +6,17 @@ extension RedisRemoteStore {
     /// Removes the entries in `tag`'s sorted set, leaving each a tombstone of `version`, and
     /// removes them from the set, a page at a time (ZSCAN), so no reply or pipeline grows with the set: a set of
     /// any size is removed within bounded replies, each exchange under the command timeout.
-    /// First the set is fenced (``RedisScripts/fence``): a write carrying the tag that is older
-    /// than the removal and not yet indexed when the scan passes is then refused by its tag
-    /// script instead of landing after the scan. Members added meanwhile by older writes are
+    /// First the set is fenced (``RedisScripts/fence``): a write carrying the tag made in an
+    /// earlier millisecond than the removal and not yet indexed when the scan passes is then
+    /// refused by its tag script instead of landing after the scan. Members added meanwhile by older writes are
     /// removed too; newer ones stay. Throws the first error reply (nothing is published then: the
     /// writer retries the whole removal).
     func removeTagged(_ tag: [UInt8], version: RecordVersion) async throws {
         let tagKey = keys.tag(tag)
-        let fenceEnd = version.milliseconds.addingReportingOverflow(tombstoneMilliseconds).partialValue
-        try Self.checked(
-            try await execute([
-                RedisCommand("EVAL", RedisScripts.fence, Array("1".utf8), tagKey, Array("\(fenceEnd)".utf8), key: tagKey)
-            ]))
+        let fence = RedisCommand(
+            "EVAL", RedisScripts.fence, Array("1".utf8), tagKey, Array("\(version.milliseconds)".utf8),
+            Array("\(max(1, tombstoneMilliseconds))".utf8), key: tagKey)
+        try Self.checked(try await execute([fence]))
         var cursor: [UInt8] = Array("0".utf8)
         repeat {
             let replies = try await execute([
@@ -48,15 +47,31 @@ extension RedisRemoteStore {
                     try await execute([RedisCommand([Array("ZREM".utf8), tagKey] + removed, key: tagKey)]))
             }
         } while cursor != Array("0".utf8)
+        // Again, for the set's life: it now follows the members left and the fence.
+        try Self.checked(try await execute([fence]))
     }
 
-    /// Removes every entry of the cache's namespace, and only those: each value key (`ns:v:`) gets
-    /// a tombstone of `version` (a newer write stays); other keys that share the prefix (another
+    /// Removes every entry of the cache's namespace, and only those: the namespace is fenced
+    /// (``NamespaceFence``), then each value key (`ns:v:`) gets a tombstone of `version` (a newer
+    /// write stays); other keys that share the prefix (another
     /// application's, another namespace's such as `ns2:` or `ns:v2:`) are left alone. Tag sets stay:
     /// a member whose value is gone costs the next removal of its tag an extra tombstone, and
     /// members are trimmed as their values' lives end. `SCAN` on each primary, then pipelines; a
     /// primary that does not answer fails the removal (the writer retries it).
     func removeNamespace(version: RecordVersion) async throws {
+        // First the fence (one key, or one per slot in a cluster): a write older than this
+        // removal that reaches Redis after its scan passed does not land (``RedisScripts/write``).
+        let life = Array("\(max(1, tombstoneMilliseconds))".utf8)
+        let fences = namespaceFence.everyKey()
+        for start in stride(from: 0, to: fences.count, by: 1_024) {
+            try Self.checked(
+                try await execute(
+                    fences[start..<min(start + 1_024, fences.count)].map { fence in
+                        RedisCommand(
+                            "EVAL", RedisScripts.namespaceFence, Array("1".utf8), fence, version.encoded, life,
+                            key: fence)
+                    }))
+        }
         let pattern = Self.globEscaped(keys.value) + Array("*".utf8)
         for node in try await executor.everyPrimary() {
             var cursor: [UInt8] = Array("0".utf8)

@@ -29,6 +29,10 @@ enum WriteOutcome {
     /// Answered, and not stored: Redis holds a newer write of the key (or, for a load's
     /// set-if-absent, a value). This cache's own copy is then not the fleet's: dropped here.
     case superseded
+    /// Not sent: a removal of one of its tags made after it fenced it out (``RedisScripts/tag``).
+    /// Its key must end removed, as the removal would have left it had the value landed first:
+    /// the value is replaced by its version's tombstone (a load's value is just dropped).
+    case fenced
     /// Redis answered with an error: nothing written, nothing published.
     case refused(RedisWriteRefusal)
     /// No answer (timeout, connection lost): it may or may not have run.
@@ -128,7 +132,8 @@ extension RedisRemoteStore {
         return replaced
     }
 
-    /// Sends `items` as one exchange under the breaker and settles each: landed, or back in
+    /// Sends `items` under the breaker (one exchange, or two when values carry tags: their tag
+    /// scripts first) and settles each: landed, or back in
     /// `pending` with its backoff, or dropped.
     private func attempt(_ items: [PendingWrite], into pending: inout [PendingWrite]) async {
         let admission = breaker.admit()
@@ -160,6 +165,17 @@ extension RedisRemoteStore {
                 metrics.writesSent.increment()
                 queue.finished([item.queued])
                 inRefusalEpisode.withLockedValue { $0 = false }
+                if let key = item.write.changedKey {
+                    changeFeed.dropLocally(key)
+                    wakeFollower()
+                }
+            case .fenced:
+                if var replaced = replacedByTombstone(item) {
+                    replaced.attempts = 0
+                    replaced.firstFailure = nil
+                    replaced.retryAt = now
+                    pending.append(replaced)
+                }
                 if let key = item.write.changedKey {
                     changeFeed.dropLocally(key)
                     wakeFollower()
@@ -202,28 +218,33 @@ extension RedisRemoteStore {
         }
     }
 
-    /// Puts a failed write back in `pending` with its backoff, or drops it: refused for good, the
-    /// cache is closing, or (a value) refused for want of memory or failing past
-    /// ``RedisConfiguration/writeRetryLimit``, when the tombstone of its version replaces it and
-    /// is retried until it lands (a load's value is just dropped: it replaced nothing).
+    /// Puts a failed write back in `pending` with its backoff, or drops it: the cache is closing,
+    /// or it was refused for good; a value refused for good, for want of memory or failing past
+    /// ``RedisConfiguration/writeRetryLimit`` is replaced by the tombstone of its version, retried
+    /// until it lands (a load's value is just dropped: it replaced nothing).
     private func retry(
         _ item: PendingWrite, now: ContinuousClock.Instant, transient: Bool, outOfMemory: Bool,
         into pending: inout [PendingWrite]
     ) {
-        guard transient, !queue.isClosed else { return drop(item) }
+        guard !queue.isClosed else { return drop(item) }
         var next = item
         let firstFailure = item.firstFailure ?? now
         next.firstFailure = firstFailure
         next.attempts += 1
         let overdue = now - firstFailure >= writeRetryLimit
         switch item.write {
-        case .set where outOfMemory || overdue:
+        case .set where outOfMemory || overdue || !transient:
+            // A value that will not land (refused for good, for want of memory, or for too long):
+            // its key is made safe by its version's tombstone, which may land where it did not.
             guard var replaced = replacedByTombstone(item) else { return }
             replaced.attempts = 0
             replaced.firstFailure = nil
             replaced.retryAt = now
             pending.append(replaced)
             return
+        case _ where !transient:
+            // Refused for good (`WRONGTYPE`, `NOPERM`, `ERR`): it would be refused again.
+            return drop(item)
         case .discard, .release:
             // Nothing depends on them landing late: a lease expires by itself.
             if overdue { return drop(item) }
@@ -295,7 +316,8 @@ extension RedisRemoteStore {
                 isValue = true
                 commands.append(
                     RedisCommand(
-                        "EVAL", RedisScripts.write, Array("1".utf8), valueKey, version.encoded,
+                        "EVAL", RedisScripts.write, Array("2".utf8), valueKey,
+                        namespaceFence.key(besideValueKey: valueKey), version.encoded,
                         RedisEnvelope.storing(record, version: version, expires: keepUntil),
                         Array("\(redisExpiry)".utf8), keys.channel, change(.key, key, version), loadStart,
                         Array("\(now)".utf8), key: valueKey))
@@ -335,25 +357,27 @@ extension RedisRemoteStore {
     /// Runs the tag scripts of the values in `writes` that carry tags, before any value is sent:
     /// so a tag removal racing a write finds its key in the set, or fenced it out, or is older
     /// than it (``RedisScripts/tag``). Returns, by position in `writes`, the outcome of each write
-    /// settled here: superseded when a tag removal at least as new fenced it out (it must not
-    /// land), refused or failed when its tag scripts were; nil for the others.
+    /// settled here: fenced when a later tag removal fenced it out (it must not land), refused or
+    /// failed when its tag scripts were; nil for the others.
     private func indexTags(of writes: [RedisWrite], now: UInt64) async -> [WriteOutcome?] {
         var outcomes = [WriteOutcome?](repeating: nil, count: writes.count)
         var commands: [RedisCommand] = []
         var spans: [(write: Int, range: Range<Int>)] = []
         for (index, write) in writes.enumerated() {
-            guard case .set(let key, _, let keepUntil, let tags, _, let version) = write, !tags.isEmpty,
+            guard case .set(let key, _, let keepUntil, let tags, let absentSince, let version) = write, !tags.isEmpty,
                 keepUntil == 0 || keepUntil > now
             else { continue }
             let start = commands.count
-            // The end of the fence this write would leave were it a removal.
-            let fenceEnd = version.milliseconds.addingReportingOverflow(tombstoneMilliseconds).partialValue
+            // When it was made: a load's value dates from the load's start (a tag removal made
+            // while the loader ran covers it, as it does in this process).
+            let made = Array("\(absentSince ?? version.milliseconds)".utf8)
+            let life = Array("\(max(1, tombstoneMilliseconds))".utf8)
             for tag in tags {
                 let tagKey = keys.tag(tag)
                 commands.append(
                     RedisCommand(
-                        "EVAL", RedisScripts.tag, Array("1".utf8), tagKey, key, Array("\(keepUntil)".utf8),
-                        Array("\(now)".utf8), Array("\(fenceEnd)".utf8), key: tagKey))
+                        "EVAL", RedisScripts.tag, Array("1".utf8), tagKey, key, Array("\(keepUntil)".utf8), made,
+                        life, key: tagKey))
             }
             spans.append((index, start..<commands.count))
         }
@@ -368,7 +392,7 @@ extension RedisRemoteStore {
         for span in spans {
             let answers = replies[span.range]
             if answers.contains(.integer(-1)) {
-                outcomes[span.write] = .superseded
+                outcomes[span.write] = .fenced
             } else if case .error(let message)? = answers.first(where: { if case .error = $0 { true } else { false } }) {
                 outcomes[span.write] = .refused(RedisWriteRefusal(message))
             }

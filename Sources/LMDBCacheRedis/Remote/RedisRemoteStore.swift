@@ -15,6 +15,8 @@ final class RedisRemoteStore: RemoteStore {
     let executor: any RedisExecutor
     private let subscriber: RedisSubscriber
     let keys: RedisKeys
+    /// Where ``Cache/removeAll()`` fences the namespace, beside each value key.
+    let namespaceFence: NamespaceFence
     let breaker: CircuitBreaker
     let timeout: Duration
     let origin: UInt64
@@ -54,6 +56,7 @@ final class RedisRemoteStore: RemoteStore {
     ) throws {
         self.executor = executor
         keys = RedisKeys(namespace: configuration.namespace)
+        namespaceFence = NamespaceFence(namespace: keys.namespace, cluster: configuration.cluster)
         timeout = configuration.commandTimeout.forTimer
         origin = context.origin
         versions = VersionClock(origin: context.origin)
@@ -267,6 +270,12 @@ final class RedisRemoteStore: RemoteStore {
         // subscription was up would never be announced to it): until the first subscription is
         // confirmed, a lookup waits for it within its budget, else misses without asking.
         if !subscriber.firstSubscription.isOpen {
+            // An open circuit skips Redis at once, before the wait.
+            guard !breaker.isOpen else {
+                count { $0.failures += 1 }
+                metrics.lookupFailures.increment()
+                return nil
+            }
             let subscribed = await budget.spend { left in
                 await subscriber.firstSubscription.wait(until: .now + left)
             }

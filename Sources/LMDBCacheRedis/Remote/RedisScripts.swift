@@ -13,15 +13,7 @@ enum RedisScripts {
     /// nothing, 'LCR1' a record, 'LCT1' a tombstone, 'foreign' anything else, another type
     /// included), its `version`, a record's end of life (`expires`, 0: none), and whether version
     /// `a` is newer than `b`.
-    private static let prelude = """
-        local function field(v, first, last) return tonumber(string.sub(v, first, last), 16) or -1 end
-        local function newer(a, b)
-          for _, range in ipairs({{1, 12}, {13, 16}, {17, 24}, {25, 32}}) do
-            local x, y = field(a, range[1], range[2]), field(b, range[1], range[2])
-            if x ~= y then return x > y end
-          end
-          return false
-        end
+    private static let prelude = comparison + """
         local current = redis.pcall('GET', KEYS[1])
         local kind, version, expires = nil, nil, 0
         if type(current) == 'table' then
@@ -39,16 +31,36 @@ enum RedisScripts {
 
         """
 
-    /// Stores a value: KEYS[1] the value key; ARGV[1] the write's version, ARGV[2] the envelope,
+    /// `newer(a, b)`: whether version `a` is newer than `b`, each ``RecordVersion/encoded``.
+    private static let comparison = """
+        local function field(v, first, last) return tonumber(string.sub(v, first, last), 16) or -1 end
+        local function newer(a, b)
+          for _, range in ipairs({{1, 12}, {13, 16}, {17, 24}, {25, 32}}) do
+            local x, y = field(a, range[1], range[2]), field(b, range[1], range[2])
+            if x ~= y then return x > y end
+          end
+          return false
+        end
+
+        """
+
+    /// Stores a value: KEYS[1] the value key, KEYS[2] the namespace's fence in its slot
+    /// (``NamespaceFence``); ARGV[1] the write's version, ARGV[2] the envelope,
     /// ARGV[3] the key's expiry in Redis (ms since 1970; '0': none), ARGV[4] the channel, ARGV[5]
     /// the change, ARGV[6] '' for a plain write, or for a set-if-absent the version of the load's
     /// start, ARGV[7] now (ms since 1970). A plain write stores, and publishes, only when ARGV[1]
-    /// is newer than what the key holds (a foreign value is replaced); a set-if-absent only when
-    /// the key holds no live record, and no tombstone or expired record newer than the load's
-    /// start. Returns 1 when it stored, else 0. Denied when Redis is out of memory (no flags: a
-    /// script that may write).
+    /// is newer than what the key holds (a foreign value is replaced) and than the last removal of
+    /// everything; a set-if-absent only when the key holds no live record, and no tombstone or
+    /// expired record newer than the load's start, and the load began after the last removal of
+    /// everything. Returns 1 when it stored, else 0. Denied when Redis is out of memory (no flags:
+    /// a script that may write).
     static let write = Array(
         ("#!lua\n" + prelude + """
+        local fence = redis.call('GET', KEYS[2])
+        if fence and string.len(fence) == 32 then
+          if not newer(ARGV[1], fence) then return 0 end
+          if ARGV[6] ~= '' and not newer(ARGV[6], fence) then return 0 end
+        end
         if version and not newer(ARGV[1], version) then return 0 end
         if ARGV[6] ~= '' and version then
           local live = kind == 'LCR1' and (expires == 0 or expires > tonumber(ARGV[7]))
@@ -60,6 +72,18 @@ enum RedisScripts {
           redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
         end
         redis.call('PUBLISH', ARGV[4], ARGV[5])
+        return 1
+        """).utf8)
+
+    /// Fences the namespace before a removal of everything scans it: KEYS[1] a fence key
+    /// (``NamespaceFence``), ARGV[1] the removal's version, ARGV[2] how long the fence lasts (ms, a
+    /// tombstone's life). A newer fence stays. Allowed when Redis is out of memory, as tombstones
+    /// are. Returns 1 when it set the fence, else 0.
+    static let namespaceFence = Array(
+        ("#!lua flags=allow-oom\n" + comparison + """
+        local current = redis.call('GET', KEYS[1])
+        if current and string.len(current) == 32 and not newer(ARGV[1], current) then return 0 end
+        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
         return 1
         """).utf8)
 
@@ -79,51 +103,68 @@ enum RedisScripts {
         """).utf8)
 
     /// Indexes a key (ARGV[1]) under a tag (KEYS[1], a sorted set scored by each member's end of
-    /// life: ARGV[2], ms since 1970, or '0' for none), unless a removal of the tag fenced it: ARGV[4]
-    /// is the end of the fence this write would leave were it a removal (its version's ms plus a
-    /// tombstone's life); a fence (member '', which no key can be: keys are never empty) lasting
-    /// at least as long means a removal of the tag at least as new as this write, and the write
-    /// must not land (returns -1). Run before the value's own script, so that a tag removal
-    /// racing the write either finds the key in the set, fences it out, or is older than it.
-    /// Members whose life ended by ARGV[3] (now) are trimmed on every add, the fence at its end
-    /// too, so the set shrinks with its values instead of growing while the tag stays in use; a
-    /// key written again keeps one member, with the later of its ends (`GT`: a late, older write
-    /// does not shorten it). The set lives as long as its longest-lived member. Returns 1 when the
-    /// member is new, 0 when it was there.
+    /// life: ARGV[2], ms since 1970, or '0' for none), unless a later removal of the tag fenced it.
+    /// ARGV[3] is when the write was made (its version's ms; a load's value: the load's start),
+    /// ARGV[4] a fence's life (ms). The fence is the member '' (no key can be: keys are never
+    /// empty) scored by the ms of the tag's last removal; while it lasts, a write made in an
+    /// earlier millisecond must not land (returns -1). A write made in the removal's own
+    /// millisecond passes: this cache's writer sends its own changes in order, and a version's
+    /// counter, which orders writes within a millisecond, is not in the fence. Run before the
+    /// value's own script, so that a tag removal racing the write either finds the key in the set,
+    /// fences it out, or is older than it. Members whose life ended by Redis's clock (`TIME`, so
+    /// one machine's clock cannot trim for everyone) are trimmed on every add, so the set shrinks
+    /// with its values instead of growing while the tag stays in use; a key written again keeps
+    /// one member, with the later of its ends (`GT`: a late, older write does not shorten it). The
+    /// set lives as long as its longest-lived member, or its fence. Returns 1 when the member is
+    /// new, 0 when it was there.
     static let tag = Array(
-        ("""
-        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3])
-        local fence = redis.call('ZSCORE', KEYS[1], '')
-        if fence and tonumber(fence) >= (tonumber(ARGV[4]) or 0) then return -1 end
+        (setExpiry + """
+        local t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        local fence = tonumber(redis.call('ZSCORE', KEYS[1], '') or '')
+        local life = tonumber(ARGV[4]) or 0
+        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%.0f', now))
+        if fence and fence + life < now then fence = nil end
+        if fence then redis.call('ZADD', KEYS[1], fence, '') end
+        if fence and fence > (tonumber(ARGV[3]) or 0) then
+          setExpiry(fence, life)
+          return -1
+        end
         local keep = tonumber(ARGV[2]) or 0
         local score = keep == 0 and '+inf' or ARGV[2]
         local added = redis.call('ZADD', KEYS[1], 'GT', score, ARGV[1])
-
-        """ + expireWithLastMember + """
+        setExpiry(fence, life)
         return added
         """).utf8)
 
-    /// Fences a tag (KEYS[1], its sorted set) before its removal scans the set: the member '' scored
-    /// ARGV[1], the removal's version's ms plus a tombstone's life (a later fence stays). A write
-    /// carrying the tag and older than the removal then finds the fence and does not land
-    /// (``tag``). Allowed when Redis is out of memory, as tombstones are. Returns 1.
+    /// Fences a tag (KEYS[1], its sorted set) before its removal scans the set, and again after it
+    /// (the set's life then follows what is left): the member '' scored ARGV[1], the removal's
+    /// version's ms (a later fence stays), lasting ARGV[2] ms. A write carrying the tag made in an
+    /// earlier millisecond then finds the fence and does not land (``tag``). Allowed when Redis is
+    /// out of memory, as tombstones are. Returns 1.
     static let fence = Array(
-        ("#!lua flags=allow-oom\n" + """
-        redis.call('ZADD', KEYS[1], 'GT', ARGV[1], '')
-
-        """ + expireWithLastMember + """
+        ("#!lua flags=allow-oom\n" + setExpiry + """
+        local fence = tonumber(redis.call('ZSCORE', KEYS[1], '') or '')
+        local mine = tonumber(ARGV[1]) or 0
+        if not fence or mine > fence then fence = mine end
+        redis.call('ZADD', KEYS[1], fence, '')
+        setExpiry(fence, tonumber(ARGV[2]) or 0)
         return 1
         """).utf8)
 
-    /// Sets KEYS[1]'s expiry to its highest score (none when that is +inf).
-    private static let expireWithLastMember = """
-        local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-        if last[2] ~= nil then
+    /// `setExpiry(fence, life)`: sets KEYS[1]'s expiry to its highest member's end of life, or the
+    /// fence's end (`fence` + `life`) if later; none when a member lives forever.
+    private static let setExpiry = """
+        local function setExpiry(fence, life)
+          local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+          if last[2] == nil then return end
           if last[2] == 'inf' or last[2] == '+inf' then
             redis.call('PERSIST', KEYS[1])
-          else
-            redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', tonumber(last[2])))
+            return
           end
+          local ending = tonumber(last[2])
+          if fence and fence + life > ending then ending = fence + life end
+          redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', ending))
         end
 
         """

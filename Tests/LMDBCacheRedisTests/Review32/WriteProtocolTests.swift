@@ -40,7 +40,7 @@ struct WriteProtocolTests {
         _ server: RedisServer, _ value: String, version: RecordVersion, loadStart: UInt64? = nil
     ) throws -> String {
         try server.cli([
-            "EVAL", String(decoding: RedisScripts.write, as: UTF8.self), "1", "t:v:k",
+            "EVAL", String(decoding: RedisScripts.write, as: UTF8.self), "2", "t:v:k", "t:f",
             String(decoding: version.encoded, as: UTF8.self),
             String(decoding: RedisEnvelope.storing(Array(value.utf8), version: version, expires: 0), as: UTF8.self),
             "0", "t:changes", "x",
@@ -59,12 +59,27 @@ struct WriteProtocolTests {
         ]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Runs the tag script on `t:t:tag` through redis-cli for `member`; its reply ("1" added, "0"
-    /// there already, "-1" fenced out by a removal of the tag).
-    static func indexTag(_ server: RedisServer, _ member: String, keepUntil: Int, now: Int, fenceEnd: Int) throws -> String {
+    /// Runs the tag script on `t:t:tag` through redis-cli for `member`, a write made at `made` (ms)
+    /// whose fences last `life` ms; its reply ("1" added, "0" there already, "-1" fenced out by a
+    /// later removal of the tag).
+    static func indexTag(_ server: RedisServer, _ member: String, keepUntil: UInt64, made: UInt64, life: UInt64 = 60_000) throws -> String {
         try server.cli([
-            "EVAL", String(decoding: RedisScripts.tag, as: UTF8.self), "1", "t:t:tag", member, "\(keepUntil)", "\(now)",
-            "\(fenceEnd)",
+            "EVAL", String(decoding: RedisScripts.tag, as: UTF8.self), "1", "t:t:tag", member, "\(keepUntil)", "\(made)",
+            "\(life)",
+        ]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Returns once the wall clock has passed the millisecond it reads now: a change made after it
+    /// has a version of a later millisecond than one made before, whatever the origins.
+    static func nextMillisecond() async {
+        let now = CacheChange.wallClockNow()
+        await waitFor("the wall clock moved past \(now) ms") { CacheChange.wallClockNow() > now }
+    }
+
+    /// Runs the tag fence script on `t:t:tag`: a removal made at `made` (ms), its fence lasting `life` ms.
+    static func fenceTag(_ server: RedisServer, made: UInt64, life: UInt64 = 60_000) throws -> String {
+        try server.cli([
+            "EVAL", String(decoding: RedisScripts.fence, as: UTF8.self), "1", "t:t:tag", "\(made)", "\(life)",
         ]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
@@ -319,29 +334,27 @@ extension WriteProtocolTests {
     @Test("A tag's set shrinks with its values: members whose life ended are trimmed on the next add")
     func tagSetsShrink() async throws {
         let server = try await RedisServer()
-        func add(_ member: String, keepUntil: Int, now: Int) throws {
-            _ = try Self.indexTag(server, member, keepUntil: keepUntil, now: now, fenceEnd: now)
+        let now = CacheChange.wallClockNow()
+        func add(_ member: String, keepUntil: UInt64) throws {
+            #expect(try Self.indexTag(server, member, keepUntil: keepUntil, made: now) != "-1")
         }
-        // 10 keys living 1 s each, written every 600 ms for 8 rounds (the review's case, 250 keys,
-        // scaled down): the set holds the live ones, never the 80 written.
-        // Around now: the set's own expiry (its longest member's end) must lie ahead.
-        let start = Int(CacheChange.wallClockNow()) + 600_000
-        for round in 0..<8 {
-            let now = start + round * 600
-            for key in 0..<10 { try add("r\(round)k\(key)", keepUntil: now + 1_000, now: now) }
+        // The review's case scaled down: keys written again and again, each living a short while.
+        // Trimming goes by Redis's clock: 40 members whose lives have ended, 10 still living.
+        for round in 0..<4 {
+            for key in 0..<10 { try add("r\(round)k\(key)", keepUntil: now - 1_000 + UInt64(round)) }
         }
-        let members = Int(try server.cli(["ZCARD", "t:t:tag"]).trimmingCharacters(in: .whitespacesAndNewlines))
-        #expect(members == 20)  // this round's and the last one's
+        for key in 0..<10 { try add("live\(key)", keepUntil: now + 600_000) }
+        #expect(try server.cli(["ZCARD", "t:t:tag"]).trimmingCharacters(in: .whitespacesAndNewlines) == "10")
         // A key written again keeps one member; one kept forever keeps the set alive.
-        try add("r7k0", keepUntil: 0, now: start + 7 * 600)
-        #expect(try server.cli(["ZCARD", "t:t:tag"]).trimmingCharacters(in: .whitespacesAndNewlines) == "20")
+        try add("live0", keepUntil: 0)
+        #expect(try server.cli(["ZCARD", "t:t:tag"]).trimmingCharacters(in: .whitespacesAndNewlines) == "10")
         #expect(try server.cli(["PTTL", "t:t:tag"]).trimmingCharacters(in: .whitespacesAndNewlines) == "-1")
         // A late, older write of a key does not shorten its member's life (ZADD GT).
-        try add("late", keepUntil: start + 900_000, now: start)
-        try add("late", keepUntil: start + 700_000, now: start)
+        try add("late", keepUntil: now + 900_000)
+        try add("late", keepUntil: now + 700_000)
         #expect(
             try server.cli(["ZSCORE", "t:t:tag", "late"]).trimmingCharacters(in: .whitespacesAndNewlines)
-                == "\(start + 900_000)")
+                == "\(now + 900_000)")
     }
 
     @Test("A tag removal leaves a newer value of a member, and its membership, in place")
@@ -510,26 +523,89 @@ extension WriteProtocolTests {
 #endif
 #if Redis
 extension WriteProtocolTests {
-    @Test("A tag removal fences out older writes of the tag not yet indexed: the fence decides, ties included, and ends")
+    @Test("A tag removal fences out writes of the tag made in an earlier millisecond; its own millisecond passes; the fence ends")
     func tagFence() async throws {
         let server = try await RedisServer()
-        let now = Int(CacheChange.wallClockNow())
-        let fenceEnd = now + 60_000
-        let fenced = try server.cli([
-            "EVAL", String(decoding: RedisScripts.fence, as: UTF8.self), "1", "t:t:tag", "\(fenceEnd)",
-        ])
-        #expect(fenced.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
-        // Older than the removal, and as old: out. Newer: indexed.
-        #expect(try Self.indexTag(server, "k", keepUntil: 0, now: now, fenceEnd: fenceEnd - 1) == "-1")
-        #expect(try Self.indexTag(server, "k", keepUntil: 0, now: now, fenceEnd: fenceEnd) == "-1")
-        #expect(try Self.indexTag(server, "k", keepUntil: 0, now: now, fenceEnd: fenceEnd + 1) == "1")
+        let now = CacheChange.wallClockNow()
+        #expect(try Self.fenceTag(server, made: now) == "1")
+        // Made before the removal: out. In its millisecond (this machine's own later write, as a
+        // version's counter orders it) or after: indexed.
+        #expect(try Self.indexTag(server, "k", keepUntil: 0, made: now - 1) == "-1")
+        #expect(try Self.indexTag(server, "k", keepUntil: 0, made: now) == "1")
+        #expect(try Self.indexTag(server, "j", keepUntil: 0, made: now + 1) == "1")
         #expect(try server.cli(["ZSCORE", "t:t:tag", "k"]).trimmingCharacters(in: .whitespacesAndNewlines) == "inf")
-        // An older fence does not replace a newer one (GT).
-        _ = try server.cli(["EVAL", String(decoding: RedisScripts.fence, as: UTF8.self), "1", "t:t:tag", "\(now)"])
-        #expect(try server.cli(["ZSCORE", "t:t:tag", ""]).trimmingCharacters(in: .whitespacesAndNewlines) == "\(fenceEnd)")
-        // Past its end, the fence is trimmed like any member, and writes are indexed again.
-        #expect(try Self.indexTag(server, "j", keepUntil: 0, now: fenceEnd + 1, fenceEnd: fenceEnd - 5) == "1")
+        // An older fence does not replace a newer one.
+        #expect(try Self.fenceTag(server, made: now - 10) == "1")
+        #expect(try server.cli(["ZSCORE", "t:t:tag", ""]).trimmingCharacters(in: .whitespacesAndNewlines) == "\(now)")
+        // Past its life (by Redis's clock) the fence is trimmed, and older writes are indexed again.
+        _ = try server.cli(["DEL", "t:t:tag"])
+        #expect(try Self.indexTag(server, "k", keepUntil: 0, made: now) == "1")
+        #expect(try Self.fenceTag(server, made: now - 120_000, life: 1_000) == "1")
+        #expect(try Self.indexTag(server, "old", keepUntil: 0, made: now - 200_000, life: 1_000) == "1")
         #expect(try server.cli(["ZSCORE", "t:t:tag", ""]).trimmingCharacters(in: .whitespacesAndNewlines).isEmpty)
+        // A set left with its fence alone lives as long as the fence, not forever.
+        _ = try server.cli(["DEL", "t:t:tag"])
+        #expect(try Self.indexTag(server, "forever", keepUntil: 0, made: now) == "1")
+        #expect(try Self.fenceTag(server, made: now + 1) == "1")
+        _ = try server.cli(["ZREM", "t:t:tag", "forever"])
+        #expect(try Self.fenceTag(server, made: now + 1) == "1")
+        let ttl = Int(try server.cli(["PTTL", "t:t:tag"]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -9
+        #expect(ttl > 0 && ttl <= 60_001, "the fence alone keeps the set for its life: \(ttl) ms")
+    }
+
+    @Test("A tag removal followed at once by a write of the tag on the same machine keeps the write")
+    func writeAfterTagRemovalLands() async throws {
+        let server = try await RedisServer()
+        let (one, d1) = try await Self.machine(server)
+        let (two, d2) = try await Self.machine(server)
+        defer {
+            d1.remove()
+            d2.remove()
+        }
+        for round in 0..<20 {
+            one.removeAll(taggedWith: "tag")
+            one.insert("new \(round)", forKey: "k", tags: ["tag"])
+        }
+        await Machine.wait(one, "every write landed") { $0.pendingWrites == 0 && $0.writes >= 40 }
+        guard case .record? = try Self.envelope(server, "k") else {
+            Issue.record("the last insert, made after the last removal, should be in Redis")
+            return
+        }
+        #expect(one.value(forKey: "k") == "new 19")
+        #expect(try await two.value(forKey: "k", load: { "loaded" }) == "new 19")
+    }
+
+    @Test("A fenced write leaves its key removed, not the value it replaced")
+    func fencedWriteRemovesItsKey() async throws {
+        let server = try await RedisServer()
+        let proxy = try StallingProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        let (one, d1) = try await Self.machine(server) {
+            $0.endpoints = [.init(host: "127.0.0.1", port: proxy.port)]
+            $0.commandTimeout = .milliseconds(300)
+        }
+        let (two, d2) = try await Self.machine(server)
+        defer {
+            d1.remove()
+            d2.remove()
+        }
+        // An older value without the tag, in Redis and in both machines.
+        one.insert("old", forKey: "k")
+        await Machine.wait(one, "the old value landed") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        proxy.stall()
+        one.insert("one's", forKey: "k", tags: ["tag"])
+        await waitFor("machine one's write is held by the partition") { proxy.heldBytes > 0 }
+        await Self.nextMillisecond()
+        // Made in a later millisecond than the write.
+        two.removeAll(taggedWith: "tag")
+        await Machine.wait(two, "the tag removal landed") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        proxy.resume()
+        await Machine.wait(one, "machine one's write was settled") { $0.pendingWrites == 0 }
+        if case .record? = try Self.envelope(server, "k") {
+            Issue.record("the fenced write, or the value it replaced, is in Redis")
+        }
+        let loader = RemoteTierTests.CountingLoader()
+        #expect(try await two.value(forKey: "k", load: loader.load("loaded")) == "loaded")
     }
 
     @Test("A tagged write older than a tag removal, reaching Redis only after it, does not land")
@@ -550,6 +626,7 @@ extension WriteProtocolTests {
         proxy.stall()
         one.insert("one's", forKey: "k", tags: ["tag"])
         await waitFor("machine one's write is held by the partition") { proxy.heldBytes > 0 }
+        await Self.nextMillisecond()
         // The removal is made after the write (a newer version) and lands first; k is not in the
         // tag's set yet, so its scan cannot find it.
         two.removeAll(taggedWith: "tag")
@@ -562,6 +639,124 @@ extension WriteProtocolTests {
         let loader = RemoteTierTests.CountingLoader()
         #expect(try await two.value(forKey: "k", load: loader.load("loaded")) == "loaded")
         #expect(loader.runs.load(ordering: .relaxed) == 1)
+    }
+}
+#endif
+#if Redis
+extension WriteProtocolTests {
+    @Test("A tagged load that began before a tag removal and reaches Redis after it does not land there")
+    func tagRemovalFencesLateLoad() async throws {
+        let server = try await RedisServer()
+        let proxy = try StallingProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        let (one, d1) = try await Self.machine(server) {
+            $0.endpoints = [.init(host: "127.0.0.1", port: proxy.port)]
+            $0.commandTimeout = .milliseconds(300)
+        }
+        let (two, d2) = try await Self.machine(server)
+        defer {
+            d1.remove()
+            d2.remove()
+        }
+        let (started, starting) = AsyncStream<Void>.makeStream()
+        let (release, releasing) = AsyncStream<Void>.makeStream()
+        let load = Task {
+            try await one.value(forKey: "k") { context in
+                context.tags = ["tag"]
+                starting.yield()
+                for await _ in release { break }
+                return "one's load"
+            }
+        }
+        for await _ in started { break }
+        // Machine one hears nothing and sends nothing from here; the removal is made, in a later
+        // millisecond than the load's start, and lands while its loader runs.
+        proxy.stall()
+        await Self.nextMillisecond()
+        two.removeAll(taggedWith: "tag")
+        await Machine.wait(two, "the tag removal landed") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        releasing.yield()
+        #expect(try await load.value == "one's load")
+        await waitFor("machine one's write is held by the partition") { proxy.heldBytes > 0 }
+        await Self.nextMillisecond()
+        proxy.resume()
+        await Machine.wait(one, "machine one's write was settled") { $0.pendingWrites == 0 }
+        if case .record? = try Self.envelope(server, "k") {
+            Issue.record("a load the tag removal covered landed after it")
+        }
+    }
+}
+#endif
+#if Redis
+extension WriteProtocolTests {
+    @Test("removeAll()'s fence refuses writes not newer than it, and loads that began before it, on keys its scan never saw")
+    func namespaceFence() async throws {
+        let server = try await RedisServer()
+        let removal = RecordVersion(milliseconds: CacheChange.wallClockNow(), origin: 5)
+        func fence(_ version: RecordVersion) throws -> String {
+            try server.cli([
+                "EVAL", String(decoding: RedisScripts.namespaceFence, as: UTF8.self), "1", "t:f",
+                String(decoding: version.encoded, as: UTF8.self), "60000",
+            ]).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try fence(removal) == "1")
+        #expect(try fence(RecordVersion(milliseconds: removal.milliseconds - 1)) == "0", "an older fence leaves a newer one")
+        // Older, and the removal's own version: out. A load whose version is newer but which began
+        // before the removal: out. Began after it: stored.
+        #expect(try Self.write(server, "old", version: RecordVersion(milliseconds: removal.milliseconds - 1)) == "0")
+        #expect(try Self.write(server, "tie", version: removal) == "0")
+        let later = RecordVersion(milliseconds: removal.milliseconds + 1, origin: 1)
+        #expect(try Self.write(server, "load", version: later, loadStart: removal.milliseconds - 1) == "0")
+        #expect(try Self.write(server, "load", version: later, loadStart: removal.milliseconds + 1) == "1")
+        #expect(try Self.write(server, "newer", version: RecordVersion(milliseconds: removal.milliseconds + 2)) == "1")
+    }
+
+    @Test("A write older than removeAll(), reaching Redis only after it, does not land")
+    func removeAllFencesLateWrite() async throws {
+        let server = try await RedisServer()
+        let proxy = try StallingProxy(upstreamPort: server.port)
+        defer { proxy.stop() }
+        let (one, d1) = try await Self.machine(server) {
+            $0.endpoints = [.init(host: "127.0.0.1", port: proxy.port)]
+            $0.commandTimeout = .milliseconds(300)
+        }
+        let (two, d2) = try await Self.machine(server)
+        defer {
+            d1.remove()
+            d2.remove()
+        }
+        proxy.stall()
+        one.insert("one's", forKey: "k")
+        await waitFor("machine one's write is held by the partition") { proxy.heldBytes > 0 }
+        await Self.nextMillisecond()
+        // Made after the write, landing first: its scan cannot find k, which is not in Redis yet.
+        two.removeAll()
+        await Machine.wait(two, "the removal of everything landed") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        proxy.resume()
+        await Machine.wait(one, "machine one's write was settled") { $0.pendingWrites == 0 }
+        if case .record? = try Self.envelope(server, "k") {
+            Issue.record("the write removeAll() covered landed after it")
+        }
+        let loader = RemoteTierTests.CountingLoader()
+        #expect(try await two.value(forKey: "k", load: loader.load("loaded")) == "loaded")
+        #expect(loader.runs.load(ordering: .relaxed) == 1)
+    }
+}
+
+extension WriteProtocolPartsTests {
+    @Test("The namespace's fence keys: one per hash slot, each in its slot; one key when the namespace has a hash tag")
+    func namespaceFenceKeys() {
+        let keys = NamespaceFence(namespace: Array("articles".utf8), cluster: true).everyKey()
+        #expect(keys.count == HashSlot.count)
+        #expect(keys.indices.allSatisfy { HashSlot.slot(of: keys[$0]) == $0 })
+        #expect(keys.allSatisfy { $0.starts(with: Array("articles:f:{".utf8)) })
+        let tagged = NamespaceFence(namespace: Array("{app}".utf8), cluster: true)
+        let value = Array("{app}:v:some key".utf8)
+        #expect(HashSlot.slot(of: tagged.key(besideValueKey: value)) == HashSlot.slot(of: value))
+        #expect(Set(tagged.everyKey()).count == 1)
+        let single = NamespaceFence(namespace: Array("articles".utf8), cluster: false)
+        #expect(single.everyKey() == [Array("articles:f".utf8)])
+        #expect(single.key(besideValueKey: Array("articles:v:k".utf8)) == Array("articles:f".utf8))
     }
 }
 #endif
