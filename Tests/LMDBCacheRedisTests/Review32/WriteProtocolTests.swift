@@ -577,18 +577,9 @@ extension WriteProtocolTests {
 
     @Test("A fenced write leaves its key removed, not the value it replaced")
     func fencedWriteRemovesItsKey() async throws {
-        let server = try await RedisServer()
-        let proxy = try StallingProxy(upstreamPort: server.port)
-        defer { proxy.stop() }
-        let (one, d1) = try await Self.machine(server) {
-            $0.endpoints = [.init(host: "127.0.0.1", port: proxy.port)]
-            $0.commandTimeout = .milliseconds(300)
-        }
-        let (two, d2) = try await Self.machine(server)
-        defer {
-            d1.remove()
-            d2.remove()
-        }
+        let pair = try await PartitionedPair()
+        defer { pair.close() }
+        let (server, proxy, one, two) = (pair.server, pair.proxy, pair.one, pair.two)
         // An older value without the tag, in Redis and in both machines.
         one.insert("old", forKey: "k")
         await Machine.wait(one, "the old value landed") { $0.pendingWrites == 0 && $0.writes >= 1 }
@@ -610,19 +601,9 @@ extension WriteProtocolTests {
 
     @Test("A tagged write older than a tag removal, reaching Redis only after it, does not land")
     func tagRemovalFencesLateWrite() async throws {
-        let server = try await RedisServer()
-        let proxy = try StallingProxy(upstreamPort: server.port)
-        defer { proxy.stop() }
-        // Machine one reaches Redis through the proxy; machine two directly.
-        let (one, d1) = try await Self.machine(server) {
-            $0.endpoints = [.init(host: "127.0.0.1", port: proxy.port)]
-            $0.commandTimeout = .milliseconds(300)
-        }
-        let (two, d2) = try await Self.machine(server)
-        defer {
-            d1.remove()
-            d2.remove()
-        }
+        let pair = try await PartitionedPair()
+        defer { pair.close() }
+        let (server, proxy, one, two) = (pair.server, pair.proxy, pair.one, pair.two)
         proxy.stall()
         one.insert("one's", forKey: "k", tags: ["tag"])
         await waitFor("machine one's write is held by the partition") { proxy.heldBytes > 0 }
@@ -646,18 +627,9 @@ extension WriteProtocolTests {
 extension WriteProtocolTests {
     @Test("A tagged load that began before a tag removal and reaches Redis after it does not land there")
     func tagRemovalFencesLateLoad() async throws {
-        let server = try await RedisServer()
-        let proxy = try StallingProxy(upstreamPort: server.port)
-        defer { proxy.stop() }
-        let (one, d1) = try await Self.machine(server) {
-            $0.endpoints = [.init(host: "127.0.0.1", port: proxy.port)]
-            $0.commandTimeout = .milliseconds(300)
-        }
-        let (two, d2) = try await Self.machine(server)
-        defer {
-            d1.remove()
-            d2.remove()
-        }
+        let pair = try await PartitionedPair()
+        defer { pair.close() }
+        let (server, proxy, one, two) = (pair.server, pair.proxy, pair.one, pair.two)
         let (started, starting) = AsyncStream<Void>.makeStream()
         let (release, releasing) = AsyncStream<Void>.makeStream()
         let load = Task {
@@ -713,18 +685,9 @@ extension WriteProtocolTests {
 
     @Test("A write older than removeAll(), reaching Redis only after it, does not land")
     func removeAllFencesLateWrite() async throws {
-        let server = try await RedisServer()
-        let proxy = try StallingProxy(upstreamPort: server.port)
-        defer { proxy.stop() }
-        let (one, d1) = try await Self.machine(server) {
-            $0.endpoints = [.init(host: "127.0.0.1", port: proxy.port)]
-            $0.commandTimeout = .milliseconds(300)
-        }
-        let (two, d2) = try await Self.machine(server)
-        defer {
-            d1.remove()
-            d2.remove()
-        }
+        let pair = try await PartitionedPair()
+        defer { pair.close() }
+        let (server, proxy, one, two) = (pair.server, pair.proxy, pair.one, pair.two)
         proxy.stall()
         one.insert("one's", forKey: "k")
         await waitFor("machine one's write is held by the partition") { proxy.heldBytes > 0 }
@@ -757,6 +720,33 @@ extension WriteProtocolPartsTests {
         let single = NamespaceFence(namespace: Array("articles".utf8), cluster: false)
         #expect(single.everyKey() == [Array("articles:f".utf8)])
         #expect(single.key(besideValueKey: Array("articles:v:k".utf8)) == Array("articles:f".utf8))
+    }
+}
+#endif
+#if Redis
+/// Two machines on one redis-server: `one` reaches it through `proxy` (a partition the test opens
+/// with `proxy.stall()`) with a 300 ms command timeout, `two` directly; both subscribed.
+final class PartitionedPair {
+    let server: RedisServer
+    let proxy: StallingProxy
+    let one: Cache<String, String>
+    let two: Cache<String, String>
+    private let directories: [TemporaryDirectory]
+
+    init() async throws {
+        let server = try await RedisServer()
+        let proxy = try StallingProxy(upstreamPort: server.port)
+        let (one, d1) = try await WriteProtocolTests.machine(server) {
+            $0.endpoints = [.init(host: "127.0.0.1", port: proxy.port)]
+            $0.commandTimeout = .milliseconds(300)
+        }
+        let (two, d2) = try await WriteProtocolTests.machine(server)
+        (self.server, self.proxy, self.one, self.two, directories) = (server, proxy, one, two, [d1, d2])
+    }
+
+    func close() {
+        proxy.stop()
+        for directory in directories { directory.remove() }
     }
 }
 #endif
