@@ -61,6 +61,11 @@ extension TransactionReading {
         var previous: [UInt8] = []
         var isFirst = true
         while code == MDB_SUCCESS {
+            // A key longer than LMDB allows (511 bytes) comes from a damaged page: its size would
+            // send a read past the page.
+            guard k.mv_size <= 511 else {
+                throw CacheError.damagedStore(path: path, reason: "a key longer than LMDB allows: its page is damaged")
+            }
             let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
             let value = UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
             let inOrder =
