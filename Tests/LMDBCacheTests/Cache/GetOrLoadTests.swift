@@ -32,22 +32,41 @@ struct GetOrLoadTests {
     /// Waits until `condition` holds, yielding between checks; records a hang ("hung: …") instead
     /// of waiting for ever when it still does not after ``hangBound`` (a broken coalescer never
     /// gathers its waiters).
+    ///
+    /// The bound counts the time this wait was given to run, not the time that passed: a poll
+    /// that comes back late counts at most ``starvedPoll``. Beside the whole suite under
+    /// AddressSanitizer (every test in flight on a two-thread cooperative pool, 784 s in the CI
+    /// run of 3b4412d) a task queued behind the others waited more than ``hangBound`` of wall
+    /// time for its turn, and a wait that counted wall time reported a hang that was none. A
+    /// wall time of ``starvedWallBound`` still ends the wait, reported as a hang.
     static func waitUntil(
         _ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation
     ) async {
-        let end = ContinuousClock.now + hangBound
+        let started = ContinuousClock.now
+        var last = started
+        var waited: Duration = .zero
         var polls = 0
-        while ContinuousClock.now < end {
+        while waited < hangBound && last - started < starvedWallBound {
             if condition() { return }
             polls += 1
             // Yields first (most conditions hold within a few turns), then pauses between polls:
             // a poll that only yields keeps a thread of the two-thread cooperative pool busy, and
             // beside the whole suite under a sanitizer it starved the tasks it waits for.
             if polls < 100 { await Task.yield() } else { try? await Task.sleep(for: .milliseconds(1)) }
+            let now = ContinuousClock.now
+            waited += min(now - last, starvedPoll)
+            last = now
         }
         if condition() { return }
         recordHang("the awaited condition", sourceLocation: sourceLocation)
     }
+
+    /// The most one poll of ``waitUntil(_:sourceLocation:)`` counts towards ``hangBound``: a
+    /// 1 ms pause that took longer waited for a thread, not for the condition.
+    static let starvedPoll: Duration = .milliseconds(20)
+    /// The wall time after which ``waitUntil(_:sourceLocation:)`` reports a hang however starved
+    /// it was: longer than any CI stage.
+    static let starvedWallBound: Duration = .seconds(1_800)
 
     @Test("100 concurrent callers of a missing key run the loader once and all get its value")
     func coalescing() async throws {
