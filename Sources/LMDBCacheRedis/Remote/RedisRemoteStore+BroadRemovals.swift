@@ -3,18 +3,27 @@ import LMDBCache
 import RESP
 
 extension RedisRemoteStore {
+    /// The key of `tag`'s version hash, in its sorted set's hash slot: `ns:tv:TAG` on one server,
+    /// `ns:tv:{T}:TAG` in a cluster (``SlotKeys``). For each key in the set, the version of the
+    /// newest write that indexed it (``RedisScripts/tag``, ``RedisScripts/unindex``).
+    func tagVersionsKey(_ tag: [UInt8]) -> [UInt8] {
+        tagVersions.key(beside: keys.tag(tag)) + Array(":".utf8) + tag
+    }
+
     /// Removes the entries in `tag`'s sorted set, leaving each a tombstone of `version`, and
     /// removes them from the set, a page at a time (ZSCAN), so no reply or pipeline grows with the set: a set of
     /// any size is removed within bounded replies, each exchange under the command timeout.
     /// First the set is fenced (``RedisScripts/fence``): a write carrying the tag made in an
     /// earlier millisecond than the removal and not yet indexed when the scan passes is then
     /// refused by its tag script instead of landing after the scan. Members added meanwhile by older writes are
-    /// removed too; newer ones stay. Throws the first error reply (nothing is published then: the
-    /// writer retries the whole removal).
+    /// removed too; newer ones stay, and so does a key a newer write indexed between its
+    /// tombstone and its removal from the set (``RedisScripts/unindex``). Throws the first error
+    /// reply (nothing is published then: the writer retries the whole removal).
     func removeTagged(_ tag: [UInt8], version: RecordVersion) async throws {
         let tagKey = keys.tag(tag)
+        let versionsKey = tagVersionsKey(tag)
         let fence = RedisCommand(
-            "EVAL", RedisScripts.fence, Array("1".utf8), tagKey, Array("\(version.milliseconds)".utf8),
+            "EVAL", RedisScripts.fence, Array("2".utf8), tagKey, versionsKey, Array("\(version.milliseconds)".utf8),
             Array("\(max(1, tombstoneMilliseconds))".utf8), key: tagKey)
         try Self.checked(try await execute([fence]))
         var cursor: [UInt8] = Array("0".utf8)
@@ -40,11 +49,14 @@ extension RedisRemoteStore {
             let tombstoned = try await execute(members.map { tombstone($0, version, publishing: false) })
             try Self.checked(tombstoned)
             // Unindexed only where the tombstone went in: a member whose key holds a newer write
-            // (which may carry the tag again) stays for the next removal of the tag.
+            // (which may carry the tag again) stays for the next removal of the tag, and so does
+            // one a newer write indexed since its tombstone (its value lands after it).
             let removed = zip(members, tombstoned).compactMap { $1 == .integer(1) ? $0 : nil }
             if !removed.isEmpty {
-                try Self.checked(
-                    try await execute([RedisCommand([Array("ZREM".utf8), tagKey] + removed, key: tagKey)]))
+                let unindex =
+                    [Array("EVAL".utf8), RedisScripts.unindex, Array("2".utf8), tagKey, versionsKey, version.encoded]
+                    + removed
+                try Self.checked(try await execute([RedisCommand(unindex, key: tagKey)]))
             }
         } while cursor != Array("0".utf8)
         // Again, for the set's life: it now follows the members left and the fence.
@@ -52,7 +64,7 @@ extension RedisRemoteStore {
     }
 
     /// Removes every entry of the cache's namespace, and only those: the namespace is fenced
-    /// (``NamespaceFence``), then each value key (`ns:v:`) gets a tombstone of `version` (a newer
+    /// (``SlotKeys``), then each value key (`ns:v:`) gets a tombstone of `version` (a newer
     /// write stays); other keys that share the prefix (another
     /// application's, another namespace's such as `ns2:` or `ns:v2:`) are left alone. Tag sets stay:
     /// a member whose value is gone costs the next removal of its tag an extra tombstone, and

@@ -317,7 +317,7 @@ extension RedisRemoteStore {
                 commands.append(
                     RedisCommand(
                         "EVAL", RedisScripts.write, Array("2".utf8), valueKey,
-                        namespaceFence.key(besideValueKey: valueKey), version.encoded,
+                        namespaceFence.key(beside: valueKey), version.encoded,
                         RedisEnvelope.storing(record, version: version, expires: keepUntil),
                         Array("\(redisExpiry)".utf8), keys.channel, change(.key, key, version), loadStart,
                         Array("\(now)".utf8), key: valueKey))
@@ -376,8 +376,8 @@ extension RedisRemoteStore {
                 let tagKey = keys.tag(tag)
                 commands.append(
                     RedisCommand(
-                        "EVAL", RedisScripts.tag, Array("1".utf8), tagKey, key, Array("\(keepUntil)".utf8), made,
-                        life, key: tagKey))
+                        "EVAL", RedisScripts.tag, Array("2".utf8), tagKey, tagVersionsKey(tag), key,
+                        Array("\(keepUntil)".utf8), made, life, version.encoded, key: tagKey))
             }
             spans.append((index, start..<commands.count))
         }

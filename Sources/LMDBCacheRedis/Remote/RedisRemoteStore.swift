@@ -15,8 +15,11 @@ final class RedisRemoteStore: RemoteStore {
     let executor: any RedisExecutor
     private let subscriber: RedisSubscriber
     let keys: RedisKeys
-    /// Where ``Cache/removeAll()`` fences the namespace, beside each value key.
-    let namespaceFence: NamespaceFence
+    /// Where ``Cache/removeAll()`` fences the namespace (`ns:f`), beside each value key.
+    let namespaceFence: SlotKeys
+    /// The prefixes of the tags' version hashes (`ns:tv`), beside each tag's sorted set
+    /// (``tagVersionsKey(_:)``).
+    let tagVersions: SlotKeys
     let breaker: CircuitBreaker
     let timeout: Duration
     let origin: UInt64
@@ -56,7 +59,8 @@ final class RedisRemoteStore: RemoteStore {
     ) throws {
         self.executor = executor
         keys = RedisKeys(namespace: configuration.namespace)
-        namespaceFence = NamespaceFence(namespace: keys.namespace, cluster: configuration.cluster)
+        namespaceFence = SlotKeys(keys.namespace + Array(":f".utf8), cluster: configuration.cluster)
+        tagVersions = SlotKeys(keys.namespace + Array(":tv".utf8), cluster: configuration.cluster)
         timeout = configuration.commandTimeout.forTimer
         origin = context.origin
         versions = VersionClock(origin: context.origin)

@@ -45,7 +45,7 @@ enum RedisScripts {
         """
 
     /// Stores a value: KEYS[1] the value key, KEYS[2] the namespace's fence in its slot
-    /// (``NamespaceFence``); ARGV[1] the write's version, ARGV[2] the envelope,
+    /// (``SlotKeys``); ARGV[1] the write's version, ARGV[2] the envelope,
     /// ARGV[3] the key's expiry in Redis (ms since 1970; '0': none), ARGV[4] the channel, ARGV[5]
     /// the change, ARGV[6] '' for a plain write, or for a set-if-absent the version of the load's
     /// start, ARGV[7] now (ms since 1970). A plain write stores, and publishes, only when ARGV[1]
@@ -76,7 +76,7 @@ enum RedisScripts {
         """).utf8)
 
     /// Fences the namespace before a removal of everything scans it: KEYS[1] a fence key
-    /// (``NamespaceFence``), ARGV[1] the removal's version, ARGV[2] how long the fence lasts (ms, a
+    /// (``SlotKeys``), ARGV[1] the removal's version, ARGV[2] how long the fence lasts (ms, a
     /// tombstone's life). A newer fence stays. Allowed when Redis is out of memory, as tombstones
     /// are. Returns 1 when it set the fence, else 0.
     static let namespaceFence = Array(
@@ -103,7 +103,9 @@ enum RedisScripts {
         """).utf8)
 
     /// Indexes a key (ARGV[1]) under a tag (KEYS[1], a sorted set scored by each member's end of
-    /// life: ARGV[2], ms since 1970, or '0' for none), unless a later removal of the tag fenced it.
+    /// life: ARGV[2], ms since 1970, or '0' for none), unless a later removal of the tag fenced it,
+    /// and notes the write's version (ARGV[5]) as the member's in the tag's version hash (KEYS[2],
+    /// in the set's slot: ``RedisRemoteStore/tagVersionsKey(_:)``) when it is the newest indexed.
     /// ARGV[3] is when the write was made (its version's ms; a load's value: the load's start),
     /// ARGV[4] a fence's life (ms). The fence is the member '' (no key can be: keys are never
     /// empty) scored by the ms of the tag's last removal; while it lasts, a write made in an
@@ -111,19 +113,24 @@ enum RedisScripts {
     /// millisecond passes: this cache's writer sends its own changes in order, and a version's
     /// counter, which orders writes within a millisecond, is not in the fence. Run before the
     /// value's own script, so that a tag removal racing the write either finds the key in the set,
-    /// fences it out, or is older than it. Members whose life ended by Redis's clock (`TIME`, so
-    /// one machine's clock cannot trim for everyone) are trimmed on every add, so the set shrinks
-    /// with its values instead of growing while the tag stays in use; a key written again keeps
-    /// one member, with the later of its ends (`GT`: a late, older write does not shorten it). The
-    /// set lives as long as its longest-lived member, or its fence. Returns 1 when the member is
-    /// new, 0 when it was there.
+    /// fences it out, or is older than it; the version noted keeps a newer write's member in the
+    /// set when an older removal unindexes the key after it (``unindex``). Members whose life
+    /// ended by Redis's clock (`TIME`, so one machine's clock cannot trim for everyone) are trimmed
+    /// on every add, with their versions, so the set shrinks with its values instead of growing
+    /// while the tag stays in use; a key written again keeps one member, with the later of its
+    /// ends (`GT`: a late, older write does not shorten it). The set and the hash live as long as
+    /// the longest-lived member, or the fence. Returns 1 when the member is new, 0 when it was there.
     static let tag = Array(
-        (setExpiry + """
+        (comparison + setExpiry + """
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         local fence = tonumber(redis.call('ZSCORE', KEYS[1], '') or '')
         local life = tonumber(ARGV[4]) or 0
-        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%.0f', now))
+        local before = '(' .. string.format('%.0f', now)
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', before)) do
+          if member ~= '' then redis.call('HDEL', KEYS[2], member) end
+        end
+        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', before)
         if fence and fence + life < now then fence = nil end
         if fence then redis.call('ZADD', KEYS[1], fence, '') end
         if fence and fence > (tonumber(ARGV[3]) or 0) then
@@ -133,15 +140,17 @@ enum RedisScripts {
         local keep = tonumber(ARGV[2]) or 0
         local score = keep == 0 and '+inf' or ARGV[2]
         local added = redis.call('ZADD', KEYS[1], 'GT', score, ARGV[1])
+        local indexed = redis.call('HGET', KEYS[2], ARGV[1])
+        if not indexed or newer(ARGV[5], indexed) then redis.call('HSET', KEYS[2], ARGV[1], ARGV[5]) end
         setExpiry(fence, life)
         return added
         """).utf8)
 
-    /// Fences a tag (KEYS[1], its sorted set) before its removal scans the set, and again after it
-    /// (the set's life then follows what is left): the member '' scored ARGV[1], the removal's
-    /// version's ms (a later fence stays), lasting ARGV[2] ms. A write carrying the tag made in an
-    /// earlier millisecond then finds the fence and does not land (``tag``). Allowed when Redis is
-    /// out of memory, as tombstones are. Returns 1.
+    /// Fences a tag (KEYS[1], its sorted set; KEYS[2] its version hash) before its removal scans
+    /// the set, and again after it (the set's life then follows what is left): the member ''
+    /// scored ARGV[1], the removal's version's ms (a later fence stays), lasting ARGV[2] ms. A
+    /// write carrying the tag made in an earlier millisecond then finds the fence and does not
+    /// land (``tag``). Allowed when Redis is out of memory, as tombstones are. Returns 1.
     static let fence = Array(
         ("#!lua flags=allow-oom\n" + setExpiry + """
         local fence = tonumber(redis.call('ZSCORE', KEYS[1], '') or '')
@@ -152,19 +161,44 @@ enum RedisScripts {
         return 1
         """).utf8)
 
-    /// `setExpiry(fence, life)`: sets KEYS[1]'s expiry to its highest member's end of life, or the
-    /// fence's end (`fence` + `life`) if later; none when a member lives forever.
+    /// Takes keys a removal of a tag tombstoned off the tag: KEYS[1] its sorted set, KEYS[2] its
+    /// version hash; ARGV[1] the removal's version, ARGV[2…] the keys. A key indexed by a write
+    /// newer than the removal stays: that write's tag script ran between the removal's tombstone
+    /// and this, and its value lands over the tombstone; taken off, it would be missed by the next
+    /// removal of the tag. Allowed when Redis is out of memory: it frees. Returns how many keys
+    /// it took off.
+    static let unindex = Array(
+        ("#!lua flags=allow-oom\n" + comparison + """
+        local removed = 0
+        for i = 2, #ARGV do
+          local indexed = redis.call('HGET', KEYS[2], ARGV[i])
+          if not indexed or not newer(indexed, ARGV[1]) then
+            removed = removed + redis.call('ZREM', KEYS[1], ARGV[i])
+            redis.call('HDEL', KEYS[2], ARGV[i])
+          end
+        end
+        return removed
+        """).utf8)
+
+    /// `setExpiry(fence, life)`: sets the expiry of KEYS[1] (a tag's set) and KEYS[2] (its version
+    /// hash) to the set's highest member's end of life, or the fence's end (`fence` + `life`) if
+    /// later; none when a member lives forever. A set left empty takes its hash with it.
     private static let setExpiry = """
         local function setExpiry(fence, life)
           local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-          if last[2] == nil then return end
+          if last[2] == nil then
+            redis.call('DEL', KEYS[2])
+            return
+          end
           if last[2] == 'inf' or last[2] == '+inf' then
             redis.call('PERSIST', KEYS[1])
+            redis.call('PERSIST', KEYS[2])
             return
           end
           local ending = tonumber(last[2])
           if fence and fence + life > ending then ending = fence + life end
           redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', ending))
+          redis.call('PEXPIREAT', KEYS[2], string.format('%.0f', ending))
         end
 
         """

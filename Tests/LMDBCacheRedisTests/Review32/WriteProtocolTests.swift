@@ -59,14 +59,30 @@ struct WriteProtocolTests {
         ]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Runs the tag script on `t:t:tag` through redis-cli for `member`, a write made at `made` (ms)
-    /// whose fences last `life` ms; its reply ("1" added, "0" there already, "-1" fenced out by a
-    /// later removal of the tag).
-    static func indexTag(_ server: RedisServer, _ member: String, keepUntil: UInt64, made: UInt64, life: UInt64 = 60_000) throws -> String {
-        try server.cli([
-            "EVAL", String(decoding: RedisScripts.tag, as: UTF8.self), "1", "t:t:tag", member, "\(keepUntil)", "\(made)",
-            "\(life)",
+    /// Runs the tag script on `t:t:tag` (versions in `t:tv:tag`) through redis-cli for `member`, a
+    /// write made at `made` (ms) whose fences last `life` ms, of `version` (nil: the first of the
+    /// millisecond `made`); its reply ("1" added, "0" there already, "-1" fenced out by a later
+    /// removal of the tag).
+    static func indexTag(
+        _ server: RedisServer, _ member: String, keepUntil: UInt64, made: UInt64, life: UInt64 = 60_000,
+        version: RecordVersion? = nil
+    ) throws -> String {
+        let version = version ?? RecordVersion(milliseconds: made)
+        return try server.cli([
+            "EVAL", String(decoding: RedisScripts.tag, as: UTF8.self), "2", "t:t:tag", "t:tv:tag", member,
+            "\(keepUntil)", "\(made)", "\(life)", String(decoding: version.encoded, as: UTF8.self),
         ]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Runs the unindex script on `t:t:tag` through redis-cli: a removal of `version` takes
+    /// `members` off; its reply (how many it took off).
+    static func unindexTag(_ server: RedisServer, _ members: [String], version: RecordVersion) throws -> String {
+        try server.cli(
+            [
+                "EVAL", String(decoding: RedisScripts.unindex, as: UTF8.self), "2", "t:t:tag", "t:tv:tag",
+                String(decoding: version.encoded, as: UTF8.self),
+            ] + members
+        ).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Returns once the wall clock has passed the millisecond it reads now: a change made after it
@@ -79,7 +95,8 @@ struct WriteProtocolTests {
     /// Runs the tag fence script on `t:t:tag`: a removal made at `made` (ms), its fence lasting `life` ms.
     static func fenceTag(_ server: RedisServer, made: UInt64, life: UInt64 = 60_000) throws -> String {
         try server.cli([
-            "EVAL", String(decoding: RedisScripts.fence, as: UTF8.self), "1", "t:t:tag", "\(made)", "\(life)",
+            "EVAL", String(decoding: RedisScripts.fence, as: UTF8.self), "2", "t:t:tag", "t:tv:tag", "\(made)",
+            "\(life)",
         ]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
@@ -553,6 +570,55 @@ extension WriteProtocolTests {
         #expect(ttl > 0 && ttl <= 60_001, "the fence alone keeps the set for its life: \(ttl) ms")
     }
 
+    @Test("A newer write indexed between a tag removal's tombstone and its unindexing keeps its membership")
+    func unindexKeepsNewerMember() async throws {
+        let server = try await RedisServer()
+        let now = CacheChange.wallClockNow()
+        let removal = RecordVersion(milliseconds: now, counter: 1, origin: 1)
+        let newer = RecordVersion(milliseconds: now, counter: 2, origin: 2)
+        // The review's order (A3): W indexes k, R fences and tombstones k (k held nothing newer),
+        // R takes k off the set, W's value lands over R's tombstone. Unconditional, the ZREM
+        // left W's value outside its tag, and the next removal of the tag missed it.
+        #expect(try Self.indexTag(server, "k", keepUntil: 0, made: now, version: newer) == "1")
+        #expect(try Self.fenceTag(server, made: now) == "1")
+        #expect(try Self.tombstone(server, version: removal) == "1")
+        #expect(try Self.unindexTag(server, ["k"], version: removal) == "0")
+        #expect(try Self.write(server, "w", version: newer) == "1")
+        #expect(try server.cli(["ZSCORE", "t:t:tag", "k"]).trimmingCharacters(in: .whitespacesAndNewlines) == "inf")
+        // A later removal finds k, and (W not newer than it) takes it off, with its version.
+        let later = RecordVersion(milliseconds: now, counter: 3, origin: 1)
+        #expect(try Self.unindexTag(server, ["k"], version: later) == "1")
+        #expect(try server.cli(["ZSCORE", "t:t:tag", "k"]).trimmingCharacters(in: .whitespacesAndNewlines).isEmpty)
+        #expect(try server.cli(["HEXISTS", "t:tv:tag", "k"]).trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        // An older write indexed after a newer one leaves the newer version noted.
+        #expect(try Self.indexTag(server, "j", keepUntil: 0, made: now, version: newer) == "1")
+        #expect(try Self.indexTag(server, "j", keepUntil: 0, made: now, version: removal) == "0")
+        #expect(try Self.unindexTag(server, ["j"], version: removal) == "0")
+        // A member with no version noted (a set an older release wrote) is taken off as before.
+        _ = try server.cli(["ZADD", "t:t:tag", "+inf", "old"])
+        #expect(try Self.unindexTag(server, ["old"], version: removal) == "1")
+    }
+
+    @Test("A tag's version hash shrinks and ends with its set")
+    func tagVersionsFollowTheirSet() async throws {
+        let server = try await RedisServer()
+        let now = CacheChange.wallClockNow()
+        // Ended members leave the hash when the next add trims them.
+        #expect(try Self.indexTag(server, "live", keepUntil: now + 600_000, made: now) == "1")
+        for key in 0..<5 { #expect(try Self.indexTag(server, "gone\(key)", keepUntil: now - 1_000, made: now) != "-1") }
+        #expect(try server.cli(["HLEN", "t:tv:tag"]).trimmingCharacters(in: .whitespacesAndNewlines) == "2")
+        #expect(try Self.indexTag(server, "live2", keepUntil: now + 600_000, made: now) == "1")
+        #expect(try server.cli(["HLEN", "t:tv:tag"]).trimmingCharacters(in: .whitespacesAndNewlines) == "2")
+        #expect(try server.cli(["HEXISTS", "t:tv:tag", "gone4"]).trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        // The hash expires with the set.
+        let setTTL = Int(try server.cli(["PTTL", "t:t:tag"]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -9
+        let hashTTL = Int(try server.cli(["PTTL", "t:tv:tag"]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -9
+        #expect(setTTL > 0 && hashTTL > 0 && abs(setTTL - hashTTL) <= 1_000, "set \(setTTL) ms, hash \(hashTTL) ms")
+        // A member kept forever keeps both.
+        #expect(try Self.indexTag(server, "forever", keepUntil: 0, made: now) == "1")
+        #expect(try server.cli(["PTTL", "t:tv:tag"]).trimmingCharacters(in: .whitespacesAndNewlines) == "-1")
+    }
+
     @Test("A tag removal followed at once by a write of the tag on the same machine keeps the write")
     func writeAfterTagRemovalLands() async throws {
         let server = try await RedisServer()
@@ -709,17 +775,32 @@ extension WriteProtocolTests {
 extension WriteProtocolPartsTests {
     @Test("The namespace's fence keys: one per hash slot, each in its slot; one key when the namespace has a hash tag")
     func namespaceFenceKeys() {
-        let keys = NamespaceFence(namespace: Array("articles".utf8), cluster: true).everyKey()
+        let keys = SlotKeys(Array("articles:f".utf8), cluster: true).everyKey()
         #expect(keys.count == HashSlot.count)
         #expect(keys.indices.allSatisfy { HashSlot.slot(of: keys[$0]) == $0 })
         #expect(keys.allSatisfy { $0.starts(with: Array("articles:f:{".utf8)) })
-        let tagged = NamespaceFence(namespace: Array("{app}".utf8), cluster: true)
+        let tagged = SlotKeys(Array("{app}:f".utf8), cluster: true)
         let value = Array("{app}:v:some key".utf8)
-        #expect(HashSlot.slot(of: tagged.key(besideValueKey: value)) == HashSlot.slot(of: value))
+        #expect(HashSlot.slot(of: tagged.key(beside: value)) == HashSlot.slot(of: value))
         #expect(Set(tagged.everyKey()).count == 1)
-        let single = NamespaceFence(namespace: Array("articles".utf8), cluster: false)
+        let single = SlotKeys(Array("articles:f".utf8), cluster: false)
         #expect(single.everyKey() == [Array("articles:f".utf8)])
-        #expect(single.key(besideValueKey: Array("articles:v:k".utf8)) == Array("articles:f".utf8))
+        #expect(single.key(beside: Array("articles:v:k".utf8)) == Array("articles:f".utf8))
+    }
+
+    @Test(
+        "A tag's version hash sits in its set's hash slot, whatever braces the tag or the namespace hold",
+        arguments: ["plain", "{a}", "a}b{c", "{", "}", ""])
+    func tagVersionKeysBesideTheirSets(tag: String) {
+        for namespace in ["articles", "{app}", "a{b", "x}y"] {
+            let keys = RedisKeys(namespace: namespace)
+            let slots = SlotKeys(keys.namespace + Array(":tv".utf8), cluster: true)
+            let tagKey = keys.tag(Array(tag.utf8))
+            let versions = slots.key(beside: tagKey) + Array(":".utf8) + Array(tag.utf8)
+            #expect(
+                HashSlot.slot(of: versions) == HashSlot.slot(of: tagKey),
+                "namespace \(namespace), tag \(tag): \(String(decoding: versions, as: UTF8.self))")
+        }
     }
 }
 #endif
