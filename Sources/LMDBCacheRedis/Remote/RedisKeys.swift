@@ -4,7 +4,7 @@
 /// | Redis key | holds |
 /// |---|---|
 /// | `ns:v:KEY` | the entry whose key's bytes are KEY: its record or tombstone with its version (string, expiring with it; ``RedisEnvelope``) |
-/// | `ns:t:TAG` | the keys (bytes) of entries carrying the tag stored as TAG (sorted set scored by each entry's end of life), and while a removal of the tag is recent its fence: the member '' (no key is empty) scored by the fence's end |
+/// | `ns:t:TAG` | the keys (bytes) of entries carrying the tag stored as TAG (sorted set scored by each entry's end of life), and while a removal of the tag is recent its fence: the member '' (no key is empty) scored by the removal's millisecond |
 /// | `ns:tv:TAG`, in a cluster `ns:tv:{T}:TAG` | for each key in `ns:t:TAG`, the version of the newest write that indexed it (hash, in the set's hash slot: ``SlotKeys``), so that a removal of the tag takes off only keys no newer write indexed; it lives as long as the set |
 /// | `ns:l:KEY` | KEY's load lease: the holder's random token (string, expiring) |
 /// | `ns:f`, in a cluster `ns:f:{T}` | the version of the last ``LMDBCache/Cache/removeAll()`` (string, for a tombstone's life): its fence, one per hash slot in a cluster (``SlotKeys``) |

@@ -66,7 +66,7 @@ extension RedisRemoteStore {
     /// Removes every entry of the cache's namespace, and only those: the namespace is fenced
     /// (``SlotKeys``), then each value key (`ns:v:`) gets a tombstone of `version` (a newer
     /// write stays); other keys that share the prefix (another
-    /// application's, another namespace's such as `ns2:` or `ns:v2:`) are left alone. Tag sets stay:
+    /// application's, another namespace's such as `ns2:` or `ns:v2:`) are left alone. Tag sets (and their version hashes) stay:
     /// a member whose value is gone costs the next removal of its tag an extra tombstone, and
     /// members are trimmed as their values' lives end. `SCAN` on each primary, then pipelines; a
     /// primary that does not answer fails the removal (the writer retries it).

@@ -1,6 +1,7 @@
 #if Redis
 /// The Lua scripts the tier runs in Redis (7.0 or later: `PEXPIRETIME`, script flags). Each
-/// touches one key, so in a cluster it runs on that key's primary, and each publishes its change in
+/// touches one key, or keys of one hash slot (a value key and the namespace's fence beside it, a
+/// tag's set and its version hash), so in a cluster it runs on that slot's primary, and each publishes its change in
 /// the same script, after its write: no machine can hear of a change before the write it announces
 /// is in Redis, on one node or in a cluster (PUBLISH from a script on any primary reaches every
 /// subscriber of the cluster). A script Redis refuses (`-OOM`, `-READONLY`, `-LOADING`) writes
@@ -120,8 +121,10 @@ enum RedisScripts {
     /// while the tag stays in use; a key written again keeps one member, with the later of its
     /// ends (`GT`: a late, older write does not shorten it). The set and the hash live as long as
     /// the longest-lived member, or the fence. Returns 1 when the member is new, 0 when it was there.
+    /// Denied when Redis is out of memory (`#!lua`, no flags: refused before it runs, as the
+    /// value's own script is, rather than growing the set for a value that cannot land).
     static let tag = Array(
-        (comparison + setExpiry + """
+        ("#!lua\n" + comparison + setExpiry + """
         local t = redis.call('TIME')
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         local fence = tonumber(redis.call('ZSCORE', KEYS[1], '') or '')
@@ -182,14 +185,11 @@ enum RedisScripts {
 
     /// `setExpiry(fence, life)`: sets the expiry of KEYS[1] (a tag's set) and KEYS[2] (its version
     /// hash) to the set's highest member's end of life, or the fence's end (`fence` + `life`) if
-    /// later; none when a member lives forever. A set left empty takes its hash with it.
+    /// later; none when a member lives forever.
     private static let setExpiry = """
         local function setExpiry(fence, life)
           local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-          if last[2] == nil then
-            redis.call('DEL', KEYS[2])
-            return
-          end
+          if last[2] == nil then return end
           if last[2] == 'inf' or last[2] == '+inf' then
             redis.call('PERSIST', KEYS[1])
             redis.call('PERSIST', KEYS[2])

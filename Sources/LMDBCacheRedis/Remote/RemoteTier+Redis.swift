@@ -19,6 +19,12 @@ extension RemoteTier {
             guard !client.endpoints.isEmpty else {
                 throw CacheError.invalidConfiguration(reason: "the Redis tier needs at least one endpoint")
             }
+            guard !configuration.cluster || SlotKeys.suffixesKeepSlot(Array(configuration.namespace.utf8)) else {
+                throw CacheError.invalidConfiguration(
+                    reason: "Redis tier: in a cluster, the namespace \"\(configuration.namespace)\" has an empty hash "
+                        + "tag (its first '{' is followed by '}'), so Redis hashes whole keys and a tag's version hash "
+                        + "cannot be kept in its set's hash slot; choose a namespace without one")
+            }
             let executor: any RedisExecutor
             do {
                 if configuration.cluster {

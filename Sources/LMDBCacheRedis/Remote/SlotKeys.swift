@@ -41,10 +41,18 @@ final class SlotKeys: Sendable {
         }
     }
 
+    /// Whether bytes appended to the keys of `base` keep their slot in a cluster: not when the
+    /// first `{` of `base` is followed at once by `}` (an empty hash tag, so Redis hashes whole
+    /// keys). Otherwise the first `{` opens a hash tag that ends within `base`'s per-slot key.
+    static func suffixesKeepSlot(_ base: [UInt8]) -> Bool {
+        guard let open = base.firstIndex(of: UInt8(ascii: "{")) else { return true }
+        return base.index(after: open) == base.endIndex || base[base.index(after: open)] != UInt8(ascii: "}")
+    }
+
     /// For each slot, a key `prefix` + tag + `}` in that slot. When the prefix holds a hash tag of
     /// its own (a namespace such as `{app}`), every such key, like every value key of the
     /// namespace, falls in that tag's slot, and the key found for it serves every slot. Bytes
-    /// appended to such a key keep its slot: its hash tag ends at that `}`.
+    /// appended to such a key keep its slot when ``suffixesKeepSlot(_:)``.
     static func slotKeys(prefix: [UInt8]) -> [[UInt8]] {
         func candidate(_ tag: Int) -> [UInt8] { prefix + Array(String(tag, radix: 36).utf8) + [UInt8(ascii: "}")] }
         // A hash tag in the prefix: the tag tried does not count, and every key has one slot.

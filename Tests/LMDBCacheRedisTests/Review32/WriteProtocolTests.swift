@@ -594,6 +594,17 @@ extension WriteProtocolTests {
         #expect(try Self.indexTag(server, "j", keepUntil: 0, made: now, version: newer) == "1")
         #expect(try Self.indexTag(server, "j", keepUntil: 0, made: now, version: removal) == "0")
         #expect(try Self.unindexTag(server, ["j"], version: removal) == "0")
+        // Indexed after the removal's tombstone, in its millisecond (the fence lets it by) and
+        // newer: kept, and its value lands.
+        _ = try server.cli(["DEL", "t:v:k", "t:t:tag", "t:tv:tag"])
+        let fenced = RecordVersion(milliseconds: now, counter: 4, origin: 1)
+        let after = RecordVersion(milliseconds: now, counter: 5, origin: 2)
+        #expect(try Self.fenceTag(server, made: now) == "1")
+        #expect(try Self.tombstone(server, version: fenced) == "1")
+        #expect(try Self.indexTag(server, "k", keepUntil: 0, made: now, version: after) == "1")
+        #expect(try Self.unindexTag(server, ["k"], version: fenced) == "0")
+        #expect(try Self.write(server, "w2", version: after) == "1")
+        #expect(try server.cli(["ZSCORE", "t:t:tag", "k"]).trimmingCharacters(in: .whitespacesAndNewlines) == "inf")
         // A member with no version noted (a set an older release wrote) is taken off as before.
         _ = try server.cli(["ZADD", "t:t:tag", "+inf", "old"])
         #expect(try Self.unindexTag(server, ["old"], version: removal) == "1")
@@ -788,18 +799,37 @@ extension WriteProtocolPartsTests {
         #expect(single.key(beside: Array("articles:v:k".utf8)) == Array("articles:f".utf8))
     }
 
-    @Test(
-        "A tag's version hash sits in its set's hash slot, whatever braces the tag or the namespace hold",
-        arguments: ["plain", "{a}", "a}b{c", "{", "}", ""])
-    func tagVersionKeysBesideTheirSets(tag: String) {
-        for namespace in ["articles", "{app}", "a{b", "x}y"] {
+    @Test("A tag's version hash sits in its set's hash slot, whatever braces the tag or the namespace hold")
+    func tagVersionKeysBesideTheirSets() {
+        for namespace in ["articles", "{app}", "a{b", "x}y", "a{", "{x}{}"] {
+            #expect(SlotKeys.suffixesKeepSlot(Array(namespace.utf8)))
             let keys = RedisKeys(namespace: namespace)
             let slots = SlotKeys(keys.namespace + Array(":tv".utf8), cluster: true)
-            let tagKey = keys.tag(Array(tag.utf8))
-            let versions = slots.key(beside: tagKey) + Array(":".utf8) + Array(tag.utf8)
-            #expect(
-                HashSlot.slot(of: versions) == HashSlot.slot(of: tagKey),
-                "namespace \(namespace), tag \(tag): \(String(decoding: versions, as: UTF8.self))")
+            for tag in ["plain", "{a}", "a}b{c", "{", "}", "", "{}"] {
+                let tagKey = keys.tag(Array(tag.utf8))
+                let versions = slots.key(beside: tagKey) + Array(":".utf8) + Array(tag.utf8)
+                #expect(
+                    HashSlot.slot(of: versions) == HashSlot.slot(of: tagKey),
+                    "namespace \(namespace), tag \(tag): \(String(decoding: versions, as: UTF8.self))")
+            }
+        }
+        // An empty hash tag first: Redis hashes whole keys, and no prefix can place a suffixed key.
+        for namespace in ["{}x", "a{}b", "{}"] { #expect(!SlotKeys.suffixesKeepSlot(Array(namespace.utf8))) }
+    }
+
+    @Test("A cluster's namespace with an empty hash tag is refused with a clear error")
+    func emptyHashTagNamespaceRefused() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var redis = RedisConfiguration(endpoints: [.init(host: "127.0.0.1", port: 1)], namespace: "{}x")
+        redis.cluster = true
+        var configuration = Cache<String, String>.Configuration()
+        configuration.remote = .redis(redis)
+        #expect {
+            _ = try Cache<String, String>(directory: directory.url, configuration: configuration)
+        } throws: { error in
+            guard case CacheError.invalidConfiguration(let reason) = error else { return false }
+            return reason.contains("empty hash tag")
         }
     }
 }
