@@ -144,6 +144,8 @@ extension Cache {
             keys.append(key)
         }
         guard !keys.isEmpty else { return results }
+        // The remote tier versions the loaded values by this, as a single load's.
+        let stamp = remote?.loadStamp()
         // Another machine's values first (a refresh goes straight to the loader, as a single one
         // does): one exchange for every key, under one command timeout.
         var remoteMisses: (keys: Set<Key>, since: UInt64)?
@@ -179,7 +181,7 @@ extension Cache {
                     let stored = store(
                         value, forKey: key, cost: nil, expiresAfter: request.expiresAfter,
                         staleFor: request.staleFor, tags: request.tags, flight: flight,
-                        remoteAbsentSince: absentSince)
+                        remoteAbsentSince: absentSince, loadStamp: stamp)
                     results[key] = .success(value)
                     if refresh && stored { countRefresh(succeeded: true) }
                 } else if refresh {

@@ -204,6 +204,9 @@ extension Cache {
     ) async -> (result: Result<Value, any Error>, stored: Bool) {
         if isClosedForLoading { return (.failure(CacheError.closed), false) }
         noteStart(key, flight: flight)
+        // The remote tier versions the loaded value by this (``RemoteStore/loadStamp()``): a
+        // write or removal made while the loader ran, here or on another machine, is newer.
+        let stamp = remote?.loadStamp()
         var lease: [UInt8]?
         // Whether Redis was found without a record for the key: the loaded value then goes there
         // only if none arrived meanwhile (a record that was there, expired or unusable, is replaced).
@@ -249,7 +252,7 @@ extension Cache {
                 && store(
                     value, forKey: key, cost: context.cost, expiresAfter: context.expiresAfter,
                     staleFor: request.staleFor, tags: context.tags, flight: flight,
-                    remoteAbsentSince: remoteMissedAt)
+                    remoteAbsentSince: remoteMissedAt, loadStamp: stamp)
             return (.success(value), stored)
         } catch {
             countLoadFailure(error)

@@ -456,7 +456,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     func store(
         _ value: Value, forKey key: Key, cost: Int?, expiresAfter: Duration?, staleFor: Duration?,
         tags tagSet: Set<String> = [], flight: UInt64? = nil, toRemote: Bool = true,
-        remoteAbsentSince: UInt64? = nil, lifetime fixedLifetime: Lifetime? = nil
+        remoteAbsentSince: UInt64? = nil, loadStamp: UInt64? = nil, lifetime fixedLifetime: Lifetime? = nil
     ) -> Bool {
         guard !isClosed.value else {
             record(CacheError.closed, "insert")
@@ -554,7 +554,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                 if diskFailure == nil, let remoteRecord {
                     remote.write(
                         remoteRecord.bytes, forKey: bytes, keepUntil: remoteRecord.keepUntil, tags: tags.bytes,
-                        absentSince: remoteAbsentSince)
+                        absentSince: remoteAbsentSince, loadStamp: loadStamp)
                 } else {
                     remote.remove(forKey: bytes)
                 }

@@ -67,8 +67,18 @@ package protocol RemoteStore: Sendable {
     /// its stale window, else its expiry; 0: no end), indexed under `tags` (stored bytes), then
     /// publishing the key's change. With `absentSince` (a loaded value after a remote miss: the
     /// wall-clock milliseconds since 1970 at which that lookup began) the record is stored, and
-    /// published, only if the key holds none by then and was not removed since. Returns at once.
-    func write(_ record: [UInt8], forKey key: [UInt8], keepUntil: UInt64, tags: [[UInt8]], absentSince: UInt64?)
+    /// published, only if the key holds none by then and was not removed since. With `loadStamp`
+    /// (a loaded value: ``loadStamp()`` taken when its load began) the write is as old as its
+    /// load: a change this cache made, or read, before the load began is older than it, and one
+    /// made after (here, or elsewhere as the store orders versions) is newer, whichever reaches
+    /// the store first. Returns at once.
+    func write(
+        _ record: [UInt8], forKey key: [UInt8], keepUntil: UInt64, tags: [[UInt8]], absentSince: UInt64?,
+        loadStamp: UInt64?)
+
+    /// An opaque reading of the store's version clock, taken when a load begins, that versions
+    /// the load's value (``write(_:forKey:keepUntil:tags:absentSince:loadStamp:)``).
+    func loadStamp() -> UInt64
 
     /// Queues the removal of `key`, then publishing it.
     func remove(forKey key: [UInt8])

@@ -6,7 +6,9 @@ import NIOConcurrencyHelpers
 /// milliseconds since 1970 and a counter) and the writing cache's origin.
 ///
 /// Versions are totally ordered (milliseconds, then counter, then origin; two caches never share
-/// an origin) and one cache's versions only grow, whatever its wall clock does (``VersionClock``).
+/// an origin) and one cache's readings only grow, whatever its wall clock does (``VersionClock``).
+/// A loaded value carries the reading taken when its load began (so it is older than what the
+/// cache changed while the loader ran); every other write, the reading when it is made.
 /// Redis keeps the newest write of a key and refuses older ones (``RedisScripts``), so a write
 /// replayed after a lost reply, or one that arrives late, cannot replace a newer one. Across
 /// machines "newer" is the hybrid clock's order: a write made after this machine read another's
@@ -27,6 +29,15 @@ struct RecordVersion: Comparable, Hashable, Sendable {
         self.milliseconds = min(milliseconds, Self.maximumMilliseconds)
         self.counter = counter
         self.origin = origin
+    }
+
+    /// The version's milliseconds and counter in one number (its origin left out): what
+    /// ``LMDBCache/RemoteStore/loadStamp()`` hands the cache when a load begins.
+    var stamp: UInt64 { milliseconds << 16 | UInt64(counter) }
+
+    /// The version a load stamped `stamp` (``stamp``) has, of this cache's `origin`.
+    init(stamp: UInt64, origin: UInt64) {
+        self.init(milliseconds: stamp >> 16, counter: UInt16(truncatingIfNeeded: stamp), origin: origin)
     }
 
     static func < (lhs: RecordVersion, rhs: RecordVersion) -> Bool {

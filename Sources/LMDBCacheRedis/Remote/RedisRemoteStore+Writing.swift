@@ -98,15 +98,16 @@ extension RedisRemoteStore {
     }
 
     /// `item` as it may be sent now; nil when it is abandoned. A value made longer ago than
-    /// ``RedisConfiguration/writeRetryLimit`` (by its version's wall clock: time queued, refused
-    /// or waiting for the circuit all count) is never stored, since a removal made meanwhile may
+    /// ``RedisConfiguration/writeRetryLimit`` (by its version's wall clock, or for a load's value,
+    /// versioned by its load's start, by when it was queued: time queued, refused or waiting for
+    /// the circuit all count) is never stored, since a removal made meanwhile may
     /// have left a tombstone that is gone by now: it is replaced by its version's tombstone (a
     /// load's value is abandoned: it replaced nothing). So is a record larger than
     /// ``RedisConfiguration/maximumRecordSize`` (counted as refused). Both count as dropped.
     private func admitted(_ item: PendingWrite) -> PendingWrite? {
-        guard case .set(_, let record, _, _, _, let version) = item.write else { return item }
+        guard case .set(_, let record, _, _, _, let version, let queuedAt) = item.write else { return item }
         let overdue =
-            version.milliseconds.addingReportingOverflow(writeRetryLimit.milliseconds).partialValue
+            max(version.milliseconds, queuedAt).addingReportingOverflow(writeRetryLimit.milliseconds).partialValue
             < CacheChange.wallClockNow()
         if overdue { return replacedByTombstone(item) }
         guard record.count + RedisEnvelope.headerCount > maximumRecordSize else { return item }
@@ -122,7 +123,7 @@ extension RedisRemoteStore {
     /// which makes its key safe; nil for a load's value, which replaced nothing and is just
     /// dropped.
     private func replacedByTombstone(_ item: PendingWrite) -> PendingWrite? {
-        guard case .set(let key, _, _, _, .none, let version) = item.write else {
+        guard case .set(let key, _, _, _, .none, let version, _) = item.write else {
             drop(item)
             return nil
         }
@@ -297,7 +298,7 @@ extension RedisRemoteStore {
             var decider: Int?
             var isValue = false
             switch write {
-            case .set(let key, let record, let keepUntil, _, let absentSince, let version):
+            case .set(let key, let record, let keepUntil, _, let absentSince, let version, _):
                 let expired = keepUntil != 0 && keepUntil <= now
                 if expired {
                     // Expired before it was sent: as good as removed (a load's value: nothing to do).
@@ -364,13 +365,13 @@ extension RedisRemoteStore {
         var commands: [RedisCommand] = []
         var spans: [(write: Int, range: Range<Int>)] = []
         for (index, write) in writes.enumerated() {
-            guard case .set(let key, _, let keepUntil, let tags, let absentSince, let version) = write, !tags.isEmpty,
+            guard case .set(let key, _, let keepUntil, let tags, _, let version, _) = write, !tags.isEmpty,
                 keepUntil == 0 || keepUntil > now
             else { continue }
             let start = commands.count
-            // When it was made: a load's value dates from the load's start (a tag removal made
-            // while the loader ran covers it, as it does in this process).
-            let made = Array("\(absentSince ?? version.milliseconds)".utf8)
+            // When it was made: its version's ms (a load's value: its load's start, so a tag
+            // removal made while the loader ran covers it, as it does in this process).
+            let made = Array("\(version.milliseconds)".utf8)
             let life = Array("\(max(1, tombstoneMilliseconds))".utf8)
             for tag in tags {
                 let tagKey = keys.tag(tag)

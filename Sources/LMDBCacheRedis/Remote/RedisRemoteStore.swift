@@ -233,12 +233,23 @@ final class RedisRemoteStore: RemoteStore {
 
     // MARK: Writes
 
-    func write(_ record: [UInt8], forKey key: [UInt8], keepUntil: UInt64, tags: [[UInt8]], absentSince: UInt64?) {
+    func write(
+        _ record: [UInt8], forKey key: [UInt8], keepUntil: UInt64, tags: [[UInt8]], absentSince: UInt64?,
+        loadStamp: UInt64?
+    ) {
+        // A loaded value is as old as its load: versioned by the clock's reading when the load
+        // began, so a removal or write made while the loader ran, here or elsewhere, is newer
+        // and wins in Redis whichever lands first (a removal's tombstone replaces it; a write
+        // replaces it or refuses it). Versioned when it finished, a load that landed before a
+        // tag removal made during it outlived the removal.
+        let version = loadStamp.map { RecordVersion(stamp: $0, origin: origin) } ?? versions.next()
         queue.push(
             .set(
                 key: key, record: record, keepUntil: keepUntil, tags: tags, absentSince: absentSince,
-                version: versions.next()))
+                version: version, queuedAt: CacheChange.wallClockNow()))
     }
+
+    func loadStamp() -> UInt64 { versions.next().stamp }
 
     func remove(forKey key: [UInt8]) {
         queue.push(.remove(key: key, version: versions.next()))

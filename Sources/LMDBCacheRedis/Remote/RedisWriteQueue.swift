@@ -8,10 +8,11 @@ import NIOCore
 enum RedisWrite: Sendable, Equatable {
     /// Store a record until `keepUntil` (ms since 1970; 0: no end), indexed under `tags`; publish.
     /// With `absentSince` (a load's start, ms since 1970), only when the key holds no record and
-    /// no removal since then (and then publish).
+    /// no removal since then (and then publish). `queuedAt`: when the cache queued it (ms since
+    /// 1970; a load's value is versioned by its load's start, earlier).
     case set(
         key: [UInt8], record: [UInt8], keepUntil: UInt64, tags: [[UInt8]], absentSince: UInt64?,
-        version: RecordVersion)
+        version: RecordVersion, queuedAt: UInt64)
     /// Remove a key, leaving a tombstone of `version`; publish.
     case remove(key: [UInt8], version: RecordVersion)
     /// Remove a damaged record read at `version` (a tombstone of it: a newer value stays);
@@ -36,7 +37,7 @@ enum RedisWrite: Sendable, Equatable {
     /// The entry key whose value it changes, if one.
     var changedKey: [UInt8]? {
         switch self {
-        case .set(let key, _, _, _, _, _), .remove(let key, _): return key
+        case .set(let key, _, _, _, _, _, _), .remove(let key, _): return key
         case .discard, .removeTag, .removeAll, .release: return nil
         }
     }
@@ -44,7 +45,7 @@ enum RedisWrite: Sendable, Equatable {
     /// Bytes it sends, about: what bounds a pipeline.
     var size: Int {
         switch self {
-        case .set(let key, let record, _, let tags, _, _):
+        case .set(let key, let record, _, let tags, _, _, _):
             return tags.reduce(record.count + 2 * key.count + 128) { $0 + $1.count + key.count + 64 }
         case .remove(let key, _), .discard(let key, _), .release(let key, _): return key.count + 128
         case .removeTag(let tag, _): return tag.count + 128
@@ -80,7 +81,7 @@ final class RedisWriteQueue: Sendable {
         /// Counts `write` as unsent (`by` 1) or no longer (`by` -1).
         mutating func track(_ write: RedisWrite, by delta: Int) {
             switch write {
-            case .set(let key, _, _, _, _, _), .remove(let key, _):
+            case .set(let key, _, _, _, _, _, _), .remove(let key, _):
                 let count = unsentKeys[key, default: 0] + delta
                 unsentKeys[key] = count > 0 ? count : nil
             case .removeTag, .removeAll:
@@ -230,7 +231,7 @@ extension RedisWrite {
     /// The version it was made at, for the kinds that carry one.
     var version: RecordVersion? {
         switch self {
-        case .set(_, _, _, _, _, let version), .remove(_, let version), .removeTag(_, let version),
+        case .set(_, _, _, _, _, let version, _), .remove(_, let version), .removeTag(_, let version),
             .removeAll(let version):
             return version
         case .discard, .release: return nil

@@ -334,7 +334,7 @@ struct WriteProtocolPartsTests {
         let k1 = Array("k1".utf8)
         let version = RecordVersion(milliseconds: 10, origin: 1)
         queue.push(.remove(key: k1, version: version))
-        queue.push(.set(key: Array("k2".utf8), record: [1], keepUntil: 0, tags: [], absentSince: nil, version: version))
+        queue.push(.set(key: Array("k2".utf8), record: [1], keepUntil: 0, tags: [], absentSince: nil, version: version, queuedAt: 10))
         #expect(queue.dropped == 1)
         #expect(queue.mayHideUnsentChange(forKey: k1))
         let batch = try #require(await queue.next(upTo: 10))
@@ -733,6 +733,100 @@ extension WriteProtocolTests {
         if case .record? = try Self.envelope(server, "k") {
             Issue.record("a load the tag removal covered landed after it")
         }
+    }
+
+    @Test("An insert made right after a load of its key replaces the loaded value in Redis, every time")
+    func insertAfterLoadWins() async throws {
+        let server = try await RedisServer()
+        let (one, d1) = try await Self.machine(server)
+        let (two, d2) = try await Self.machine(server)
+        defer {
+            d1.remove()
+            d2.remove()
+        }
+        // A load and an insert well within one millisecond: the insert's version must be newer
+        // than the load's (versioned by the clock's reading when the load began).
+        let rounds = 200
+        for round in 0..<rounds {
+            #expect(try await one.value(forKey: "k\(round)", load: { "loaded" }) == "loaded")
+            one.insert("inserted", forKey: "k\(round)")
+        }
+        await Machine.wait(one, "every write was settled") { $0.pendingWrites == 0 }
+        var loaded: [Int] = []
+        for round in 0..<rounds where try await two.value(forKey: "k\(round)", load: { "two's" }) != "inserted" {
+            loaded.append(round)
+        }
+        #expect(loaded.isEmpty, "Redis kept the load over the insert made after it in rounds \(loaded)")
+        #expect((one.statistics.remote?.writesDropped ?? 0) == 0)
+    }
+
+    @Test(
+        "A load or reload whose loader ran longer than writeRetryLimit still reaches Redis",
+        arguments: [LoadPolicy.useCacheElseLoad, .reloadIgnoringCache])
+    func slowLoadLands(policy: LoadPolicy) async throws {
+        let server = try await RedisServer()
+        let (one, d1) = try await Self.machine(server) { $0.writeRetryLimit = .milliseconds(300) }
+        let (two, d2) = try await Self.machine(server)
+        defer {
+            d1.remove()
+            d2.remove()
+        }
+        if policy == .reloadIgnoringCache {
+            one.insert("old", forKey: "k")
+            await Machine.wait(one, "the old value reached Redis") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        }
+        let began = CacheChange.wallClockNow()
+        let value = try await one.value(forKey: "k", policy: policy) {
+            // The loader runs past the retry limit (by the wall clock the limit is measured on).
+            await waitFor("the wall clock passed the retry limit") { CacheChange.wallClockNow() > began + 600 }
+            return "slow"
+        }
+        #expect(value == "slow")
+        await Machine.wait(one, "the loaded value was settled") { $0.pendingWrites == 0 }
+        #expect((one.statistics.remote?.writesDropped ?? 0) == 0, "the slow load was dropped")
+        #expect(try await two.value(forKey: "k", load: { "two's" }) == "slow")
+    }
+
+    @Test("A load that began before another machine's tag removal, and reached Redis first, is removed by it")
+    func tagRemovalCoversLoadThatLandedFirst() async throws {
+        let pair = try await PartitionedPair()
+        defer { pair.close() }
+        let (server, proxy, one, two) = (pair.server, pair.proxy, pair.one, pair.two)
+        let (started, starting) = AsyncStream<Void>.makeStream()
+        let (release, releasing) = AsyncStream<Void>.makeStream()
+        // Machine two (no partition) loads k with the tag; its loader waits.
+        let load = Task {
+            try await two.value(forKey: "k") { context in
+                context.tags = ["tag"]
+                starting.yield()
+                for await _ in release { break }
+                return "two's load"
+            }
+        }
+        for await _ in started { break }
+        // Machine one, partitioned, removes the tag in a later millisecond: held at the proxy.
+        proxy.stall()
+        await Self.nextMillisecond()
+        one.removeAll(taggedWith: "tag")
+        await waitFor("machine one's removal is held by the partition") { proxy.heldBytes > 0 }
+        // The load ends after the removal was made, and lands in Redis before it.
+        await Self.nextMillisecond()
+        releasing.yield()
+        #expect(try await load.value == "two's load")
+        await Machine.wait(two, "two's load reached Redis") { $0.pendingWrites == 0 && $0.writes >= 1 }
+        guard case .record? = try Self.envelope(server, "k") else {
+            Issue.record("machine two's load should have reached Redis")
+            return
+        }
+        // The partition heals: the removal lands and covers the load, which began before it.
+        // Versioned when it finished, the load was newer than the removal and outlived it.
+        proxy.resume()
+        await Machine.wait(one, "machine one's removal was settled") { $0.pendingWrites == 0 }
+        await Machine.wait(two, "machine two heard of the removal") { $0.changesReceived >= 1 }
+        if case .record? = try Self.envelope(server, "k") {
+            Issue.record("a load that began before the tag removal outlived it in Redis")
+        }
+        #expect(try await two.value(forKey: "k", load: { "reloaded" }) == "reloaded")
     }
 }
 #endif
