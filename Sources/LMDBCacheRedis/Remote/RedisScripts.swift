@@ -117,8 +117,8 @@ enum RedisScripts {
     /// fences it out, or is older than it; the version noted keeps a newer write's member in the
     /// set when an older removal unindexes the key after it (``unindex``). Members whose life
     /// ended by Redis's clock (`TIME`, so one machine's clock cannot trim for everyone) are trimmed
-    /// on every add, with their versions, so the set shrinks with its values instead of growing
-    /// while the tag stays in use; a key written again keeps one member, with the later of its
+    /// on every add, with their versions, at most 256 at a time (so no add blocks Redis on a large
+    /// backlog), so the set shrinks with its values instead of growing while the tag stays in use; a key written again keeps one member, with the later of its
     /// ends (`GT`: a late, older write does not shorten it). The set and the hash live as long as
     /// the longest-lived member, or the fence. Returns 1 when the member is new, 0 when it was there.
     /// Denied when Redis is out of memory (`#!lua`, no flags: refused before it runs, as the
@@ -130,10 +130,10 @@ enum RedisScripts {
         local fence = tonumber(redis.call('ZSCORE', KEYS[1], '') or '')
         local life = tonumber(ARGV[4]) or 0
         local before = '(' .. string.format('%.0f', now)
-        for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', before)) do
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', before, 'LIMIT', 0, 256)) do
+          redis.call('ZREM', KEYS[1], member)
           if member ~= '' then redis.call('HDEL', KEYS[2], member) end
         end
-        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', before)
         if fence and fence + life < now then fence = nil end
         if fence then redis.call('ZADD', KEYS[1], fence, '') end
         if fence and fence > (tonumber(ARGV[3]) or 0) then

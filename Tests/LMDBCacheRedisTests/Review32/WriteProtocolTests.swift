@@ -628,6 +628,22 @@ extension WriteProtocolTests {
         // A member kept forever keeps both.
         #expect(try Self.indexTag(server, "forever", keepUntil: 0, made: now) == "1")
         #expect(try server.cli(["PTTL", "t:tv:tag"]).trimmingCharacters(in: .whitespacesAndNewlines) == "-1")
+        // A backlog of ended members is trimmed a bounded step (256) per add, not all at once.
+        let backlog = (0..<600).map { "ended\($0)" }
+        _ = try server.cli(["ZADD", "t:t:tag"] + backlog.flatMap { ["\(now - 1_000)", $0] })
+        _ = try server.cli(["HSET", "t:tv:tag"] + backlog.flatMap { [$0, "v"] })
+        func count(_ command: String, _ key: String) throws -> String {
+            try server.cli([command, key]).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // live, live2, forever and 600 ended; each add trims 256 and adds its own member.
+        #expect(try count("ZCARD", "t:t:tag") == "603")
+        #expect(try Self.indexTag(server, "a", keepUntil: 0, made: now) == "1")
+        #expect(try count("ZCARD", "t:t:tag") == "\(603 - 256 + 1)")
+        #expect(try count("HLEN", "t:tv:tag") == "\(603 - 256 + 1)")
+        #expect(try Self.indexTag(server, "b", keepUntil: 0, made: now) == "1")
+        #expect(try Self.indexTag(server, "c", keepUntil: 0, made: now) == "1")
+        #expect(try count("ZCARD", "t:t:tag") == "6", "the backlog is gone after three adds")
+        #expect(try count("HLEN", "t:tv:tag") == "6")
     }
 
     @Test("A tag removal followed at once by a write of the tag on the same machine keeps the write")
