@@ -723,25 +723,14 @@ extension WriteProtocolTests {
         let pair = try await PartitionedPair()
         defer { pair.close() }
         let (server, proxy, one, two) = (pair.server, pair.proxy, pair.one, pair.two)
-        let (started, starting) = AsyncStream<Void>.makeStream()
-        let (release, releasing) = AsyncStream<Void>.makeStream()
-        let load = Task {
-            try await one.value(forKey: "k") { context in
-                context.tags = ["tag"]
-                starting.yield()
-                for await _ in release { break }
-                return "one's load"
-            }
-        }
-        for await _ in started { break }
+        let load = await GatedTaggedLoad(one, value: "one's load")
         // Machine one hears nothing and sends nothing from here; the removal is made, in a later
         // millisecond than the load's start, and lands while its loader runs.
         proxy.stall()
         await Self.nextMillisecond()
         two.removeAll(taggedWith: "tag")
         await Machine.wait(two, "the tag removal landed") { $0.pendingWrites == 0 && $0.writes >= 1 }
-        releasing.yield()
-        #expect(try await load.value == "one's load")
+        #expect(try await load.finish() == "one's load")
         await waitFor("machine one's write is held by the partition") { proxy.heldBytes > 0 }
         await Self.nextMillisecond()
         proxy.resume()
@@ -808,18 +797,8 @@ extension WriteProtocolTests {
         let pair = try await PartitionedPair()
         defer { pair.close() }
         let (server, proxy, one, two) = (pair.server, pair.proxy, pair.one, pair.two)
-        let (started, starting) = AsyncStream<Void>.makeStream()
-        let (release, releasing) = AsyncStream<Void>.makeStream()
         // Machine two (no partition) loads k with the tag; its loader waits.
-        let load = Task {
-            try await two.value(forKey: "k") { context in
-                context.tags = ["tag"]
-                starting.yield()
-                for await _ in release { break }
-                return "two's load"
-            }
-        }
-        for await _ in started { break }
+        let load = await GatedTaggedLoad(two, value: "two's load")
         // Machine one, partitioned, removes the tag in a later millisecond: held at the proxy.
         proxy.stall()
         await Self.nextMillisecond()
@@ -827,8 +806,7 @@ extension WriteProtocolTests {
         await waitFor("machine one's removal is held by the partition") { proxy.heldBytes > 0 }
         // The load ends after the removal was made, and lands in Redis before it.
         await Self.nextMillisecond()
-        releasing.yield()
-        #expect(try await load.value == "two's load")
+        #expect(try await load.finish() == "two's load")
         await Machine.wait(two, "two's load reached Redis") { $0.pendingWrites == 0 && $0.writes >= 1 }
         guard case .record? = try Self.envelope(server, "k") else {
             Issue.record("machine two's load should have reached Redis")
@@ -941,6 +919,34 @@ extension WriteProtocolPartsTests {
             guard case CacheError.invalidConfiguration(let reason) = error else { return false }
             return reason.contains("empty hash tag")
         }
+    }
+}
+#endif
+#if Redis
+/// A get-or-load of `k` with the tag `tag` whose loader waits, started on `cache` and returned
+/// once the loader runs; ``finish()`` lets the loader return `value` and gives the call's result.
+struct GatedTaggedLoad {
+    private let load: Task<String, any Error>
+    private let release: AsyncStream<Void>.Continuation
+
+    init(_ cache: Cache<String, String>, value: String) async {
+        let (started, starting) = AsyncStream<Void>.makeStream()
+        let (released, release) = AsyncStream<Void>.makeStream()
+        load = Task {
+            try await cache.value(forKey: "k") { context in
+                context.tags = ["tag"]
+                starting.yield()
+                for await _ in released { break }
+                return value
+            }
+        }
+        self.release = release
+        for await _ in started { break }
+    }
+
+    func finish() async throws -> String {
+        release.yield()
+        return try await load.value
     }
 }
 #endif
