@@ -203,3 +203,22 @@ let package = Package(
 if ProcessInfo.processInfo.environment["LMDBCACHE_DOCS"] != nil {
     package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
 }
+
+// CI (scripts/test) builds the example service's sources as a target of this package, in the same
+// build as the Hummingbird integration, so that Hummingbird and SwiftNIO are compiled once, not
+// again in the example's own package (168 s of CI). Only with LMDBCACHE_EXAMPLE set, and only
+// beside the Hummingbird trait, which the example needs. Users build it as its own package.
+if ProcessInfo.processInfo.environment["LMDBCACHE_EXAMPLE"] != nil {
+    package.dependencies.append(.package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"))
+    package.targets.append(
+        .executableTarget(
+            name: "article-service",
+            dependencies: [
+                "LMDBCache",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/ArticleService/Sources/ArticleService"
+        ))
+}

@@ -292,8 +292,9 @@ struct FreshnessTests {
         let cancelled = Task {
             try await cache.value(forKey: "k", freshness: freshness) { try await slow.load { _ in "v" } }
         }
+        // The same value from both loaders: either task may claim the load first.
         let other = Task {
-            try await cache.value(forKey: "k", freshness: freshness) { try await slow.load { _ in "w" } }
+            try await cache.value(forKey: "k", freshness: freshness) { try await slow.load { _ in "v" } }
         }
         await Self.waitUntil { cache.loads.waiterCount(forKey: "k") == 2 && timeouts.sleeperCount == 2 }
         cancelled.cancel()

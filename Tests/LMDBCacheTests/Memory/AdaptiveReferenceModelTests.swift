@@ -71,7 +71,7 @@ struct AdaptiveReferenceModelTests {
 
     @Test(
         "seeded random operations: the shard decides as the model does at every step",
-        arguments: workloads, [1, 2, 3] as [UInt64])
+        arguments: workloads, Array(1...UInt64(SoakSettings.referenceSeeds)))
     func randomSequences(workload: Workload, seed: UInt64) {
         let harness = Self.run(workload, seed: seed)
         #expect(harness.steps > workload.steps / 2, "the run went on")

@@ -46,4 +46,6 @@ enum SoakSettings {
     static var mixedOperations: Int { value("LMDBCACHE_MIXED_OPERATIONS", default: 3_000) }
     /// Seeds of the random-flip corruption test (CI 4).
     static var corruptionSeeds: Int { value("LMDBCACHE_CORRUPTION_SEEDS", default: 4) }
+    /// Seeds per workload of the adaptive policy's reference model (CI 1; the soak 3).
+    static var referenceSeeds: Int { value("LMDBCACHE_REFERENCE_SEEDS", default: 1) }
 }
