@@ -32,7 +32,9 @@ let usage = """
       --suite NAME          \(allSuites.map(\.name).joined(separator: ", ")), or all (the default)
       --quick               small data sets and few repeats: a whole run under a minute (CI runs it)
       --json PATH           also write {"machine": {...}, "results": [...]} to PATH
-      --report DIR          also write DIR/report.md with the tables and DIR/<suite>.svg charts
+      --report DIR          also write DIR/report.md with the tables, DIR/summary.md (the README's
+                            table) and DIR/<suite>.svg charts
+      --summarize JSON      run nothing: write summary.md beside JSON, a results.json of a run
       --trace PATH          hitrate: replay this trace (gzip or plain) instead of the bundled ones
                             (without --trace: every bundled trace, Benchmarks/Traces/OLTP.lis.gz
                             and cloudPhysicsIO.oracleGeneral.bin.gz, at their published sizes);
@@ -70,6 +72,18 @@ func value(after flag: String) -> String {
 }
 while let argument = arguments.popFirst() {
     switch argument {
+    case "--summarize":
+        let path = value(after: argument)
+        do {
+            let run = try JSONDecoder().decode(RunReport.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            let target = URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("summary.md")
+            try Data(summaryMarkdown(run.results, machine: run.machine).utf8).write(to: target)
+            print("summary written to \(target.path)")
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("cache-bench: cannot summarize \(path): \(error)\n".utf8))
+            exit(1)
+        }
     case "--suite": suiteName = value(after: argument)
     case "--quick": options.quick = true
     case "--json": options.jsonPath = value(after: argument)

@@ -1,10 +1,11 @@
 import BenchmarkData
 import Foundation
 
-// `--report DIR`: DIR/report.md with every suite's parameters, table and notes, and one SVG bar
-// chart per suite beside it (DIR/<suite>.svg), linked from the report.
+// `--report DIR`: DIR/report.md with every suite's parameters, table and notes, one SVG bar
+// chart per suite beside it (DIR/<suite>.svg), linked from the report, and DIR/summary.md
+// (Summary.swift).
 
-/// Writes `report.md` and the charts of `reports` into `directory` (created if missing).
+/// Writes `report.md`, `summary.md` and the charts of `reports` into `directory` (created if missing).
 func writeReport(
     _ reports: [SuiteReport], machine: Machine, seed: UInt64, seconds: Double, to directory: String
 ) throws {
@@ -41,6 +42,8 @@ func writeReport(
         lines.append("")
     }
     try Data(lines.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: "\(directory)/report.md"))
+    try Data(summaryMarkdown(reports.flatMap(\.rows), machine: machine).utf8).write(
+        to: URL(fileURLWithPath: "\(directory)/summary.md"))
 }
 
 /// The suite's chart: throughput per workload for memory and disk, hit ratios per tier for
