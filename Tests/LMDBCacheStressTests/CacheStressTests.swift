@@ -8,6 +8,10 @@ import Testing
 @Suite("Stress: 8 tasks, every operation, both tiers")
 struct CacheStressTests {
     static let keys = (0..<300).map { "key-\($0)" }
+    /// Steps per task: 3,000, or `LMDBCACHE_STRESS_STEPS` (the sanitizer runs of CI take 1,000:
+    /// under ThreadSanitizer this test alone set the stage's length).
+    static let steps =
+        ProcessInfo.processInfo.environment["LMDBCACHE_STRESS_STEPS"].flatMap { Int($0) }.map { max(1, $0) } ?? 3_000
 
     /// Values name their key, so a read can tell if it got another key's value.
     static func value(for key: String, version: Int) -> String {
@@ -37,7 +41,7 @@ struct CacheStressTests {
             for task in 0..<8 {
                 group.addTask {
                     var random = Xorshift(seed: UInt64(task + 1))
-                    for step in 0..<3_000 {
+                    for step in 0..<Self.steps {
                         let key = Self.keys[Int(random.next() % UInt64(Self.keys.count))]
                         switch random.next() % 100 {
                         case 0..<40:
