@@ -192,6 +192,11 @@ final class RedisClusterClient: RedisExecutor {
                         let reply = values[position]
                         position += 1
                         askTargets[index] = nil
+                        if RedisConnectionPool.isReadOnlyRefusal(reply) || Self.isLoading(reply) {
+                            // A demoted primary the map still names, or a restarted one: learn
+                            // the current map.
+                            failedNodes.append(batch.endpoint)
+                        }
                         guard case .error(let message) = reply,
                             let redirection = ClusterRedirection(errorMessage: message, from: batch.endpoint)
                         else {
@@ -266,6 +271,12 @@ final class RedisClusterClient: RedisExecutor {
             for await outcome in group { outcomes.append(outcome) }
             return outcomes
         }
+    }
+
+    /// Whether `reply` is `-LOADING`: a node restarted and still loading its data.
+    private static func isLoading(_ reply: RESPValue) -> Bool {
+        guard case .error(let message) = reply else { return false }
+        return message.starts(with: Array("LOADING".utf8))
     }
 
     private static let asking = RedisCommand([Array("ASKING".utf8)])

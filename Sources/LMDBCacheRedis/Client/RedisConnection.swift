@@ -142,6 +142,7 @@ final class RedisConnection: Sendable {
         }
         let endpoint = self.endpoint
         let firstError = self.firstError
+        let authenticating = isAuthentication
         return startSending([command], timeout: deadline - .now)
             .flatMapErrorThrowing { error in
                 if case .timedOut = error as? RedisClientError {
@@ -154,9 +155,13 @@ final class RedisConnection: Sendable {
                 guard case .error(let message) = replies.first else { return }
                 let text = String(decoding: message, as: UTF8.self)
                 // NOAUTH: the server wants a password none was given for; WRONGPASS, or an AUTH refused.
-                if isAuthentication || text.hasPrefix("NOAUTH") || text.hasPrefix("WRONGPASS") {
+                if authenticating || text.hasPrefix("NOAUTH") || text.hasPrefix("WRONGPASS") {
                     throw RedisClientError.authenticationFailed("\(endpoint): \(text)")
                 }
+                // A server still loading its data, or running a long script, refuses PING (HELLO
+                // and AUTH it answers): it is there, and refuses each command the same way until
+                // it is done, which the caller handles as it does every error reply.
+                if !authenticating, text.hasPrefix("LOADING") || text.hasPrefix("BUSY") { return }
                 let name = String(decoding: command.arguments[0], as: UTF8.self)
                 throw RedisClientError.connectFailed("\(endpoint): \(name) refused: \(text)")
             }

@@ -86,7 +86,32 @@ final class RedisConnectionPool: RedisExecutor {
     func executeTyped(_ commands: [RedisCommand], timeout: Duration) async throws(RedisClientError) -> [RESPValue] {
         let deadline = ContinuousClock.now + timeout
         let connection = try await connection(deadline: deadline)
-        return try await connection.send(commands, timeout: deadline - .now)
+        let replies = try await connection.send(commands, timeout: deadline - .now)
+        if replies.contains(where: Self.isReadOnlyRefusal) {
+            // The server is a replica now (a failover demoted it): the connection leaves its slot
+            // at once (no caller gets it again) and is closed, so the next command connects
+            // again, and reaches the new primary where the endpoint's name or address has moved
+            // to it. Commands still under way on it fail (their callers retry or miss). The
+            // refusals count against the circuit, which bounds how often this happens.
+            retire(connection)
+        }
+        return replies
+    }
+
+    /// Takes `connection` out of its slot and closes it.
+    private func retire(_ connection: RedisConnection) {
+        state.withLock { state in
+            for index in state.slots.indices {
+                if case .ready(let held) = state.slots[index], held === connection { state.slots[index] = .empty }
+            }
+        }
+        _ = connection.startClosing()
+    }
+
+    /// Whether `reply` is `-READONLY`: a write sent to a replica.
+    static func isReadOnlyRefusal(_ reply: RESPValue) -> Bool {
+        guard case .error(let message) = reply else { return false }
+        return message.starts(with: Array("READONLY".utf8))
     }
 
     /// A ready connection, made or waited for until `deadline`.

@@ -180,6 +180,11 @@ final class RedisSubscriber: Sendable {
             }
             guard let (kind, payload) = Self.pubSubEvent(value) else {
                 if case .error(let message) = value {
+                    // The health check's PING refused by a server still loading its data (or
+                    // running a long script): an answer, the subscription stands.
+                    if message.starts(with: Array("LOADING".utf8)) || message.starts(with: Array("BUSY".utf8)) {
+                        continue
+                    }
                     logger.warning(
                         "redis subscriber: error reply",
                         metadata: ["error": "\(String(decoding: message, as: UTF8.self))"])

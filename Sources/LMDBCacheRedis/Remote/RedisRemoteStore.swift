@@ -169,6 +169,10 @@ final class RedisRemoteStore: RemoteStore {
                 records[index] = record
                 count { $0.hits += 1 }
                 metrics.hits.increment()
+            } else if case .error = reply {
+                // WRONGTYPE and the like, as in record(forKey:): a miss, and a failure.
+                count { $0.failures += 1 }
+                metrics.lookupFailures.increment()
             } else {
                 count { $0.misses += 1 }
                 metrics.misses.increment()
@@ -243,35 +247,41 @@ final class RedisRemoteStore: RemoteStore {
         // replaces it or refuses it). Versioned when it finished, a load that landed before a
         // tag removal made during it outlived the removal.
         let version = loadStamp.map { RecordVersion(stamp: $0, origin: origin) } ?? versions.next()
-        queue.push(
+        enqueue(
             .set(
                 key: key, record: record, keepUntil: keepUntil, tags: tags, absentSince: absentSince,
                 version: version, queuedAt: CacheChange.wallClockNow()))
     }
 
+    /// Queues `write`; a value the queue drops to make room (its key owed a tombstone) leaves
+    /// this cache's tiers too (``dropOwnCopy(of:)``).
+    private func enqueue(_ write: RedisWrite) {
+        if let dropped = queue.push(write) { dropOwnCopy(of: dropped) }
+    }
+
     func loadStamp() -> UInt64 { versions.next().stamp }
 
     func remove(forKey key: [UInt8]) {
-        queue.push(.remove(key: key, version: versions.next()))
+        enqueue(.remove(key: key, version: versions.next()))
     }
 
     func discardDamaged(forKey key: [UInt8]) {
         count { $0.damagedRecords += 1 }
         // Only the record read: a tombstone of its version, so a newer value stored since stays.
         guard let version = versionsRead.withLockedValue({ $0.removeValue(forKey: key) }) else { return }
-        queue.push(.discard(key: key, version: version))
+        enqueue(.discard(key: key, version: version))
     }
 
     func removeAll(taggedWith tag: [UInt8]) {
-        queue.push(.removeTag(tag, version: versions.next()))
+        enqueue(.removeTag(tag, version: versions.next()))
     }
 
     func removeAll() {
-        queue.push(.removeAll(version: versions.next()))
+        enqueue(.removeAll(version: versions.next()))
     }
 
     func release(_ token: [UInt8], forKey key: [UInt8]) {
-        queue.push(.release(key: key, token: token))
+        enqueue(.release(key: key, token: token))
     }
 
     // MARK: Plumbing
@@ -311,7 +321,16 @@ final class RedisRemoteStore: RemoteStore {
         }
         switch outcome {
         case .success(let replies)?:
-            breaker.succeeded(admission)
+            // Answered, but with Redis unable to serve (still loading, a script running, no
+            // primary): a failure for the circuit, as a timeout is.
+            // The callers count each error reply as a failure (and a miss); in a cluster the
+            // other nodes' replies still serve.
+            if let refusal = Self.unavailability(in: replies) {
+                breaker.failed(admission, refusal)
+                logger.debug("Redis could not serve a lookup", metadata: ["error": "\(refusal.message)"])
+            } else {
+                breaker.succeeded(admission)
+            }
             return replies
         case .failure(let error)?:
             breaker.failed(admission, error)
@@ -326,8 +345,33 @@ final class RedisRemoteStore: RemoteStore {
         }
     }
 
+    /// The first error reply among `replies` that says Redis cannot serve now
+    /// (``RedisWriteRefusal/meansUnavailable``), if any.
+    static func unavailability(in replies: [RESPValue]) -> RedisWriteRefusal? {
+        for case .error(let message) in replies {
+            let refusal = RedisWriteRefusal(message)
+            if refusal.meansUnavailable { return refusal }
+        }
+        return nil
+    }
+
+    /// Runs `commands` as one pipeline within `timeout` (default: the command timeout), the
+    /// tier's scripts by digest (``ScriptDigest``): those a node answered `NOSCRIPT` go again in
+    /// full, in a second exchange within the same time.
     func execute(_ commands: [RedisCommand], timeout: Duration? = nil) async throws -> [RESPValue] {
-        let replies = try await executor.execute(commands, timeout: timeout ?? self.timeout)
+        let deadline = ContinuousClock.now + (timeout ?? self.timeout)
+        var replies = try await exchange(commands.map(ScriptDigest.bySHA), until: deadline)
+        let missing = replies.indices.filter { ScriptDigest.isMissingScript(replies[$0]) }
+        guard !missing.isEmpty else { return replies }
+        let again = try await exchange(missing.map { commands[$0] }, until: deadline)
+        for (index, reply) in zip(missing, again) { replies[index] = reply }
+        return replies
+    }
+
+    private func exchange(_ commands: [RedisCommand], until deadline: ContinuousClock.Instant) async throws -> [RESPValue] {
+        let left = ContinuousClock.now.duration(to: deadline)
+        guard left > .zero else { throw RedisClientError.timedOut }
+        let replies = try await executor.execute(commands, timeout: left)
         guard replies.count == commands.count else {
             throw RedisClientError.protocolViolation("\(replies.count) replies to \(commands.count) commands")
         }

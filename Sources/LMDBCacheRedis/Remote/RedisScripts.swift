@@ -53,10 +53,12 @@ enum RedisScripts {
     /// is newer than what the key holds (a foreign value is replaced) and than the last removal of
     /// everything; a set-if-absent only when the key holds no live record, and no tombstone or
     /// expired record newer than the load's start, and the load began after the last removal of
-    /// everything. Returns 1 when it stored, else 0. Denied when Redis is out of memory (no flags:
-    /// a script that may write).
+    /// everything. Returns 1 when it stored, 2 when the key holds this very write already (a retry
+    /// whose first attempt ran and published: nothing is done again), else 0. Denied when Redis is
+    /// out of memory (no flags: a script that may write).
     static let write = Array(
         ("#!lua\n" + prelude + """
+        if kind == 'LCR1' and version == ARGV[1] then return 2 end
         local fence = redis.call('GET', KEYS[2])
         if fence and string.len(fence) == 32 then
           if not newer(ARGV[1], fence) then return 0 end

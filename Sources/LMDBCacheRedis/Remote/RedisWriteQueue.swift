@@ -91,8 +91,30 @@ final class RedisWriteQueue: Sendable {
             }
         }
 
+        /// Before a removal of everything is queued: every write queued before it (not yet
+        /// taken by the consumer) and every tombstone owed is superseded by it, as its fence and
+        /// its tombstones, newer than all of them, would undo each in Redis, and this cache
+        /// removed everything locally already. They go unsent (not counted as dropped: nothing is
+        /// lost). In a cluster a removal of everything fences each of the 16,384 slots (seconds
+        /// on a busy machine), and while one waits every lookup skips Redis: a backlog of them
+        /// would keep a machine from reading Redis at all. Lease releases stay (another machine
+        /// may be waiting on the lease).
+        mutating func supersedeQueued() {
+            var kept = CircularBuffer<RedisWrite>()
+            for queued in writes {
+                if case .release = queued {
+                    kept.append(queued)
+                } else {
+                    track(queued, by: -1)
+                    unsent -= 1
+                }
+            }
+            writes = kept
+            owedTombstones = [:]
+        }
+
         /// Drops the oldest write that may be dropped, owing its key a tombstone.
-        mutating func dropOldest() {
+        mutating func dropOldest() -> RedisWrite {
             let index = writes.firstIndex { !$0.needsLookup } ?? writes.startIndex
             let write = writes.remove(at: index)
             track(write, by: -1)
@@ -101,6 +123,7 @@ final class RedisWriteQueue: Sendable {
             if let key = write.changedKey, let version = write.version {
                 owedTombstones[key] = max(owedTombstones[key] ?? version, version)
             }
+            return write
         }
 
         /// Up to `count` writes, oldest first, then owed tombstones; nil when there are none.
@@ -129,21 +152,25 @@ final class RedisWriteQueue: Sendable {
         self.limit = max(1, limit)
     }
 
-    /// Queues `write` (dropping the oldest past the limit). After ``close()`` it is dropped.
-    func push(_ write: RedisWrite) {
-        let waiter = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+    /// Queues `write`, dropping the oldest past the limit, which is returned (its key is owed a
+    /// tombstone). After ``close()`` `write` is dropped.
+    @discardableResult
+    func push(_ write: RedisWrite) -> RedisWrite? {
+        let (waiter, dropped) = state.withLockedValue { state -> (CheckedContinuation<Void, Never>?, RedisWrite?) in
             guard !state.closed else {
                 state.dropped += 1
-                return nil
+                return (nil, nil)
             }
+            if case .removeAll = write { state.supersedeQueued() }
             state.writes.append(write)
             state.track(write, by: 1)
             state.unsent += 1
-            if state.writes.count > limit { state.dropOldest() }
+            let dropped = state.writes.count > limit ? state.dropOldest() : nil
             defer { state.waiter = nil }
-            return state.waiter
+            return (state.waiter, dropped)
         }
         waiter?.resume()
+        return dropped
     }
 
     /// Up to `count` writes, oldest first, waiting until there is one; nil once closed and empty.

@@ -24,6 +24,13 @@ struct RedisWriteRefusal: Error, CustomStringConvertible {
             || Self.transientCodes.contains { message.contains("-\($0) ") || message.contains(" \($0) ") }
     }
 
+    /// Redis cannot serve anything now (still loading its data, a script running, no primary
+    /// for the slot): the exchange counts as a failure for the circuit, as a timeout does. An
+    /// `-OOM`, `-READONLY` or `-MISCONF` node still serves reads: not a failure there.
+    var meansUnavailable: Bool { Self.unavailableCodes.contains(code) }
+
+    private static let unavailableCodes: Set<Substring> = ["LOADING", "BUSY", "CLUSTERDOWN", "MASTERDOWN"]
+
     private static let transientCodes: Set<Substring> = [
         "LOADING", "READONLY", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "NOREPLICAS", "MISCONF",
         "NOTREADY",

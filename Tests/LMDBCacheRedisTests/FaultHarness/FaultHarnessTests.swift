@@ -5,7 +5,9 @@ import Testing
 /// The Jepsen-style fault harness for the Redis tier: one real `redis-server`, three real
 /// machines (`cache-test-helper node`) each behind a ``FaultProxy``, a seeded workload and
 /// nemesis (``FaultWorkload``, ``Nemesis``), and ``FaultChecker``'s rules over the recorded
-/// history ("What the fault harness checks" in SeveralMachines.md).
+/// history ("What the fault harness checks" in SeveralMachines.md); and the same on a real
+/// 6-node cluster, whose faults are the servers' (a per-machine proxy would not see the
+/// cluster's redirections).
 ///
 /// One seed, 40 s of workload by default (about 50 s in all on a two-core machine). `LMDBCACHE_FAULT_SEEDS=N` runs N
 /// random seeds, `LMDBCACHE_FAULT_SEED=S` replays seed S, and `LMDBCACHE_FAULT_SECONDS` sets the
@@ -44,8 +46,6 @@ struct FaultHarnessTests {
         "Under faults: no phantom value, one allowed value at the end, removals stay, no stale read when calm, refusals counted",
         .timeLimit(.minutes(5)), arguments: seeds)
     func faultRun(seed: UInt64) async throws {
-        print("fault harness: seed \(seed), \(Self.seconds) s of workload (replay: LMDBCACHE_FAULT_SEED=\(seed))")
-        let bounds = FaultChecker.Bounds()
         let server = try await RedisServer()
         defer { server.stop() }
         try server.cli(["CONFIG", "SET", "maxmemory-policy", "noeviction"])
@@ -55,21 +55,63 @@ struct FaultHarnessTests {
         for index in 0..<Self.nodes {
             let proxy = try FaultProxy(upstreamPort: server.port)
             proxies.append(proxy)
-            let node = try FleetNode(
-                "fault-n\(index)", port: proxy.port,
-                options: ["timeout=150", "open=300", "retry=2000", "missed=both", "namespace=fh"] + Self.extraOptions)
+            let node = try FleetNode("fault-n\(index)", port: proxy.port, options: Self.options + Self.extraOptions)
             machines.append(FaultWorkload.Machine(index: index, node: node))
         }
+        try await exercise(seed: seed, machines: machines, kinds: FaultSchedule.serverKinds) { recorder in
+            Nemesis(server: server, proxies: proxies, recorder: recorder)
+        }
+    }
+
+    @Test(
+        "On a 3-primary cluster under failovers, paused and full primaries: the same rules",
+        .timeLimit(.minutes(5)), arguments: seeds)
+    func clusterFaultRun(seed: UInt64) async throws {
+        let cluster = try await RedisCluster.start()
+        defer { cluster.stop() }
+        let ports = cluster.nodes.map(\.port)
+        for port in ports { try cluster.command(port, "CONFIG", "SET", "maxmemory-policy", "noeviction") }
+        let seeds = ports.dropFirst().map(String.init).joined(separator: ",")
+        var machines: [FaultWorkload.Machine] = []
+        for index in 0..<Self.nodes {
+            let node = try FleetNode(
+                "fault-c\(index)", port: ports[0], options: Self.options + ["cluster=\(seeds)"] + Self.extraOptions)
+            machines.append(FaultWorkload.Machine(index: index, node: node))
+        }
+        try await exercise(
+            seed: seed, machines: machines, kinds: FaultSchedule.clusterKinds, whole: [.outOfMemory],
+            removeAllPerMille: 1
+        ) { recorder in
+            Nemesis(cluster: cluster, recorder: recorder)
+        }
+    }
+
+    /// The machines' options (the article's): command timeout 150 ms, circuit open 300 ms,
+    /// `writeRetryLimit` 2 s, both tiers dropped on missed changes.
+    static let options = ["timeout=150", "open=300", "retry=2000", "missed=both", "namespace=fh"]
+
+    /// One run: `machines` subscribed, the seed's schedule of `kinds` applied by the nemesis
+    /// `nemesis` makes while the workload runs, the final loads, the checker's verdict.
+    func exercise(
+        seed: UInt64, machines: [FaultWorkload.Machine], kinds: [FaultHistory.Fault.Kind],
+        whole: Set<FaultHistory.Fault.Kind> = [.outOfMemory, .pauseWrites, .stopServer, .restartLoading],
+        removeAllPerMille: Int = 10, nemesis makeNemesis: (HistoryRecorder) -> Nemesis
+    ) async throws {
+        print("fault harness: seed \(seed), \(Self.seconds) s of workload (replay: LMDBCACHE_FAULT_SEED=\(seed))")
+        let bounds = FaultChecker.Bounds()
         for machine in machines {
             guard try await machine.node.waitFor("n\(machine.index) subscribed", { $0["subscribed"] == 1 }) else { return }
         }
 
         let schedule = FaultSchedule(
-            seed: seed, seconds: Self.seconds, nodes: Self.nodes, staleness: bounds.staleness)
+            seed: seed, seconds: Self.seconds, nodes: Self.nodes, staleness: bounds.staleness, kinds: kinds,
+            whole: whole)
         let recorder = HistoryRecorder()
         let offsetAtStart = Self.wallMilliseconds() - recorder.now
-        let nemesis = Nemesis(server: server, proxies: proxies, recorder: recorder)
-        let workload = FaultWorkload(schedule: schedule, recorder: recorder)
+        let nemesis = makeNemesis(recorder)
+        var planned = FaultWorkload(schedule: schedule, recorder: recorder)
+        planned.removeAllPerMille = removeAllPerMille
+        let workload = planned
         var history = FaultHistory(seed: seed, nodes: Self.nodes, tags: FaultWorkload.tags)
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in

@@ -66,6 +66,11 @@ struct FaultHistory: Codable, Sendable, Equatable {
             case pauseWrites
             /// `SIGSTOP` of `redis-server`: nothing answers.
             case stopServer
+            /// `redis-server` restarted with its data, loading it slowly: down, then `-LOADING`.
+            case restartLoading
+            /// In a cluster: a manual failover (`CLUSTER FAILOVER`) of one primary to its replica,
+            /// and back when it heals.
+            case failover
         }
 
         var kind: Kind

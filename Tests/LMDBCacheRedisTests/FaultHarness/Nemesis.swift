@@ -41,8 +41,19 @@ struct FaultSchedule: Sendable {
     /// How long the workload runs, in milliseconds.
     var length: Double
 
-    /// The schedule of a run of `seconds` with `nodes` machines, drawn from `seed`.
-    init(seed: UInt64, seconds: Int, nodes: Int, staleness: Double) {
+    /// The faults of a run against one server: each machine's link, and the server's.
+    static let serverKinds = FaultHistory.Fault.Kind.allCases.filter { $0 != .failover }
+    /// The faults of a run against a cluster: one primary's (failover, paused writes), and every
+    /// primary full at once (so that a put during the spell is refused whichever slot it has).
+    static let clusterKinds: [FaultHistory.Fault.Kind] = [.failover, .pauseWrites, .outOfMemory]
+
+    /// The schedule of a run of `seconds` with `nodes` machines, drawn from `seed`, of faults of
+    /// `kinds`; `nodes` also numbers the targets (a machine's link, or a cluster's primary) of the
+    /// kinds that have one, which are those not in `whole`.
+    init(
+        seed: UInt64, seconds: Int, nodes: Int, staleness: Double, kinds: [FaultHistory.Fault.Kind] = serverKinds,
+        whole: Set<FaultHistory.Fault.Kind> = [.outOfMemory, .pauseWrites, .stopServer, .restartLoading]
+    ) {
         var random = SeededGenerator(seed: seed)
         length = Double(seconds) * 1_000
         var time = 500.0
@@ -60,9 +71,8 @@ struct FaultSchedule: Sendable {
                 nextCalm = time + Double.random(in: 6_000...10_000, using: &random)
                 continue
             }
-            let kind = FaultHistory.Fault.Kind.allCases.randomElement(using: &random) ?? .blackHole
-            let node: Int? =
-                [.outOfMemory, .pauseWrites, .stopServer].contains(kind) ? nil : Int.random(in: 0..<nodes, using: &random)
+            let kind = kinds.randomElement(using: &random) ?? .blackHole
+            let node: Int? = whole.contains(kind) ? nil : Int.random(in: 0..<nodes, using: &random)
             let parameter: Int
             switch kind {
             case .delayReplies: parameter = Int.random(in: 20...400, using: &random)
@@ -89,11 +99,24 @@ struct FaultSchedule: Sendable {
 }
 
 /// Applies a ``FaultSchedule`` in real time and records each fault in the history: from just
-/// before it is applied to just after it is healed.
+/// before it is applied to just after it is healed. Its target is one server with a proxy per
+/// machine, or a cluster (whose primaries it fails over, pauses and fills).
 struct Nemesis: Sendable {
-    let server: RedisServer
-    let proxies: [FaultProxy]
+    var server: RedisServer?
+    var proxies: [FaultProxy] = []
+    var cluster: RedisCluster?
     let recorder: HistoryRecorder
+
+    init(server: RedisServer, proxies: [FaultProxy], recorder: HistoryRecorder) {
+        self.server = server
+        self.proxies = proxies
+        self.recorder = recorder
+    }
+
+    init(cluster: RedisCluster, recorder: HistoryRecorder) {
+        self.cluster = cluster
+        self.recorder = recorder
+    }
 
     /// Runs the schedule to its end (every fault healed when it returns, even on an error).
     func run(_ schedule: FaultSchedule) async throws {
@@ -102,16 +125,16 @@ struct Nemesis: Sendable {
             let wait = fault.start - recorder.now
             if wait > 0 { try await Task.sleep(for: .milliseconds(Int(wait))) }
             let start = recorder.now
-            try await apply(fault)
+            let ports = try await apply(fault)
             if fault.duration > 0 {
                 do {
                     try await Task.sleep(for: .milliseconds(Int(fault.duration)))
                 } catch {
-                    try await heal(fault)
+                    try await heal(fault, ports)
                     throw error
                 }
             }
-            try await heal(fault)
+            try await heal(fault, ports)
             let detail: String
             switch fault.kind {
             case .delayReplies: detail = "\(fault.parameter) ms"
@@ -127,7 +150,10 @@ struct Nemesis: Sendable {
         fault.node.flatMap { proxies.indices.contains($0) ? proxies[$0] : nil }
     }
 
-    private func apply(_ fault: FaultSchedule.Planned) async throws {
+    /// Applies `fault`; in a cluster, returns the ports it acted on (for its heal).
+    private func apply(_ fault: FaultSchedule.Planned) async throws -> [Int] {
+        if let cluster { return try await apply(fault, on: cluster) }
+        guard let server else { return [] }
         switch fault.kind {
         case .blackHole: proxy(fault)?.current = .blackHole
         case .delayReplies: proxy(fault)?.current = .delayReplies(by: .milliseconds(fault.parameter))
@@ -139,30 +165,92 @@ struct Nemesis: Sendable {
             // The pause's own limit is a backstop: the heal unpauses.
             try await cli(["CLIENT", "PAUSE", "\(Int(fault.duration) + 5_000)", "WRITE"])
         case .stopServer: server.pause()
+        case .restartLoading:
+            try await FleetNode.offPool { Result { try server.shutDownSaving() } }.get()
+            try await server.startLoading()
+        case .failover: break
         }
+        return []
     }
 
-    private func heal(_ fault: FaultSchedule.Planned) async throws {
+    private func heal(_ fault: FaultSchedule.Planned, _ ports: [Int]) async throws {
+        if let cluster { return try await heal(fault, ports, on: cluster) }
+        guard let server else { return }
         switch fault.kind {
         case .blackHole, .delayReplies, .dropReplies, .bandwidth: proxy(fault)?.current = .none
         case .reset: break
         case .outOfMemory: try await cli(["CONFIG", "SET", "maxmemory", "0"])
         case .pauseWrites: try await cli(["CLIENT", "UNPAUSE"])
         case .stopServer: server.resume()
+        case .restartLoading: try await server.finishLoading()
+        case .failover: break
+        }
+    }
+
+    /// A cluster fault: on the primary the fault's node numbers (in port order), or for
+    /// `outOfMemory` on every primary; returns the ports (a failover's: its primary, then the
+    /// replica that took over).
+    private func apply(_ fault: FaultSchedule.Planned, on cluster: RedisCluster) async throws -> [Int] {
+        let primaries = try await Self.offPool { try cluster.masterPorts() }
+        guard !primaries.isEmpty else { throw RedisCluster.Failure(description: "no primary serves slots") }
+        let primary = primaries[(fault.node ?? 0) % primaries.count]
+        switch fault.kind {
+        case .failover:
+            guard let replica = try await Self.offPool({ try cluster.replica(of: primary) }) else {
+                throw RedisCluster.Failure(description: "\(primary) has no replica")
+            }
+            try await cluster.failover(to: replica)
+            return [primary, replica]
+        case .pauseWrites:
+            let milliseconds = "\(Int(fault.duration) + 5_000)"
+            try await Self.offPool { try cluster.command(primary, "CLIENT", "PAUSE", milliseconds, "WRITE") }
+            return [primary]
+        case .outOfMemory:
+            for port in primaries { try await Self.offPool { try cluster.command(port, "CONFIG", "SET", "maxmemory", "1") } }
+            return primaries
+        default:
+            throw RedisCluster.Failure(description: "\(fault.kind) is not a cluster fault")
+        }
+    }
+
+    private func heal(_ fault: FaultSchedule.Planned, _ ports: [Int], on cluster: RedisCluster) async throws {
+        switch fault.kind {
+        case .failover:
+            // Back: the old primary, now the replica, takes over again.
+            if let primary = ports.first { try await cluster.failover(to: primary) }
+        case .pauseWrites:
+            for port in ports { try await Self.offPool { try cluster.command(port, "CLIENT", "UNPAUSE") } }
+        case .outOfMemory:
+            for port in ports { try await Self.offPool { try cluster.command(port, "CONFIG", "SET", "maxmemory", "0") } }
+        default:
+            break
         }
     }
 
     /// Heals everything whatever the schedule did (after an error).
     func healAll() async {
+        if let cluster {
+            for port in (try? cluster.runningPorts()) ?? [] {
+                _ = try? await Self.offPool { try cluster.command(port, "CONFIG", "SET", "maxmemory", "0") }
+                _ = try? await Self.offPool { try cluster.command(port, "CLIENT", "UNPAUSE") }
+            }
+        }
+        guard let server else { return }
         server.resume()
         for proxy in proxies { proxy.current = .none }
         _ = try? await cli(["CONFIG", "SET", "maxmemory", "0"])
         _ = try? await cli(["CLIENT", "UNPAUSE"])
+        try? await server.finishLoading()
+    }
+
+    /// `body` (redis-cli processes) off Swift concurrency's threads.
+    private static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await FleetNode.offPool { Result { try body() } }.get()
     }
 
     /// `redis-cli`, off Swift concurrency's threads; throws unless it answered OK.
     private func cli(_ arguments: [String]) async throws {
-        let server = server
+        guard let server else { return }
         let reply = await FleetNode.offPool { Result { try server.cli(arguments) } }
         let text = try reply.get().trimmingCharacters(in: .whitespacesAndNewlines)
         guard text == "OK" else {

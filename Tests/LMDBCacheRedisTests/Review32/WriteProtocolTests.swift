@@ -169,12 +169,12 @@ struct WriteProtocolTests {
             Issue.record("Redis should hold a record for k")
             return
         }
-        // The same write again (a retry after a lost reply), and an older one (another machine's
-        // write that arrives late): both refused by the script, nothing published.
+        // The same write again (a retry after a lost reply): found there already (2); an older
+        // one (another machine's write that arrives late): refused (0). Neither changes anything
+        // or publishes.
         let older = RecordVersion(milliseconds: newest.milliseconds - 1, origin: 7)
-        for version in [newest, older] {
-            #expect(try Self.write(server, "old", version: version) == "0")
-        }
+        #expect(try Self.write(server, "old", version: newest) == "2")
+        #expect(try Self.write(server, "old", version: older) == "0")
         guard case .record(let kept, _, _)? = try Self.envelope(server, "k") else {
             Issue.record("Redis should still hold a record for k")
             return
@@ -326,6 +326,30 @@ struct WriteProtocolPartsTests {
             return
         }
         #expect(changes.map(\.subject) == [Array("a".utf8), Array("b".utf8)])
+    }
+
+    @Test("A removal of everything supersedes what was queued before it, and tombstones owed, lease releases aside")
+    func removeAllSupersedesQueuedWrites() async throws {
+        let queue = RedisWriteQueue(limit: 3)
+        let version = RecordVersion(milliseconds: 10, origin: 1)
+        func set(_ key: String) -> RedisWrite {
+            .set(key: Array(key.utf8), record: [1], keepUntil: 0, tags: [], absentSince: nil, version: version, queuedAt: 10)
+        }
+        let release = RedisWrite.release(key: Array("k9".utf8), token: [7])
+        for write in [set("k2"), set("k3"), release, set("k4"), .removeTag(Array("t".utf8), version: version)] {
+            queue.push(write)
+        }
+        // k2 and k3 were dropped for room: their tombstones are owed.
+        #expect(queue.dropped == 2)
+        let newest = RedisWrite.removeAll(version: RecordVersion(milliseconds: 11, origin: 1))
+        queue.push(newest)
+        #expect(queue.unsent == 2)
+        let batch = try #require(await queue.next(upTo: 10))
+        #expect(batch == [release, newest])
+        queue.finished(batch)
+        #expect(queue.unsent == 0)
+        for key in ["k2", "k3", "k4"] { #expect(!queue.mayHideUnsentChange(forKey: Array(key.utf8))) }
+        #expect(queue.dropped == 2, "superseded writes are not counted as dropped")
     }
 
     @Test("A write dropped for room still hides Redis's value of its key until its tombstone is sent")

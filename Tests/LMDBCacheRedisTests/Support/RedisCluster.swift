@@ -146,6 +146,32 @@ final class RedisCluster: Sendable {
         }
     }
 
+    /// The port of a replica of the primary on `primary`, as `primary` sees the cluster.
+    func replica(of primary: Int) throws -> Int? {
+        let id = try nodeID(primary)
+        for line in try command(primary, "CLUSTER", "NODES").split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count >= 4, fields[3] == id, fields[2].contains("slave"), !fields[2].contains("fail") else {
+                continue
+            }
+            if let port = fields[1].split(separator: "@").first?.split(separator: ":").last.flatMap({ Int($0) }) {
+                return port
+            }
+        }
+        return nil
+    }
+
+    /// A manual failover (`CLUSTER FAILOVER` on `replica`): the primary stops taking writes until
+    /// the replica has them all, then the replica takes its slots; nothing acknowledged is lost.
+    /// Returns once `replica` says it is a primary and every node serves every slot.
+    func failover(to replica: Int) async throws {
+        try command(replica, "CLUSTER", "FAILOVER")
+        try await waitUntil("\(replica) took over by a manual failover") {
+            guard try command(replica, "ROLE").hasPrefix("master") else { return false }
+            return try runningPorts().allSatisfy { try command($0, "CLUSTER", "INFO").contains("cluster_state:ok") }
+        }
+    }
+
     /// Kills the process on `port` (SIGKILL) and reaps it.
     func killProcess(_ port: Int) throws {
         let killed = processes.withLock { processes -> Bool in

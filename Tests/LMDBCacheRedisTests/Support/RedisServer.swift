@@ -1,6 +1,7 @@
 #if Redis
 import Foundation
 import Synchronization
+import Testing
 
 @testable import LMDBCacheRedis
 
@@ -71,8 +72,8 @@ final class RedisServer: Sendable {
     deinit { stop() }
 
     /// Starts the process (again) on the same port and waits until it answers `PING`.
-    private func start() async throws {
-        var arguments = [
+    private func start(_ extra: [String] = []) async throws {
+        var arguments = extra + [
             "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory.path,
             "--logfile", directory.appendingPathComponent("redis.log").path,
         ]
@@ -115,7 +116,47 @@ final class RedisServer: Sendable {
     /// Starts the server again on the same port (killing it first if it runs), with no data.
     func restart() async throws {
         kill()
+        // Saved by restartLoading(filler:): not this restart's.
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("dump.rdb"))
         try await start()
+    }
+
+    /// Restarts the server cleanly (`SHUTDOWN SAVE`: nothing written is lost) with `filler` more
+    /// keys of 1 KB (`filler:N`), loaded slowly: until ``finishLoading()`` it answers every
+    /// command that needs its data with `-LOADING` (about 50 ms per key, and between keys only:
+    /// each answer may wait that long).
+    func restartLoading(filler: Int = 4_000) async throws {
+        try shutDownSaving(filler: filler)
+        try await startLoading()
+    }
+
+    /// ``restartLoading(filler:)``'s first half, which blocks its thread: the filler, then
+    /// `SHUTDOWN SAVE`, returning once the process has exited.
+    func shutDownSaving(filler: Int = 4_000) throws {
+        try cli(["CONFIG", "SET", "rdbcompression", "no"])
+        try cli(["EVAL", "for i = 1, \(filler) do redis.call('SET', 'filler:' .. i, string.rep('x', 1024)) end", "0"])
+        // redis-cli reports the connection the server closed as it exits.
+        _ = try? cli(["SHUTDOWN", "SAVE"])
+        if let process = process.withLock({ $0 }) { _ = process.wait() }
+    }
+
+    /// ``restartLoading(filler:)``'s second half: starts the server loading its data slowly.
+    func startLoading() async throws {
+        try await start(["--key-load-delay", "50000", "--loading-process-events-interval-bytes", "1024"])
+    }
+
+    /// Whether the server is still loading its data.
+    func isLoading() throws -> Bool {
+        try cli(["INFO", "persistence"]).split(whereSeparator: \.isNewline).contains {
+            $0.trimmingCharacters(in: .whitespaces) == "loading:1"
+        }
+    }
+
+    /// Lets a server ``restartLoading(filler:)`` made finish loading at full speed, and waits
+    /// until it has.
+    func finishLoading() async throws {
+        try cli(["CONFIG", "SET", "key-load-delay", "0"])
+        _ = await waitFor("redis-server finished loading its data") { (try? self.isLoading()) == false }
     }
 
     /// Stops the server (SIGSTOP): connections stay open and nothing is answered.
