@@ -91,26 +91,24 @@ final class RedisWriteQueue: Sendable {
             }
         }
 
-        /// Before a removal of everything is queued: every write queued before it (not yet
-        /// taken by the consumer) and every tombstone owed is superseded by it, as its fence and
-        /// its tombstones, newer than all of them, would undo each in Redis, and this cache
-        /// removed everything locally already. They go unsent (not counted as dropped: nothing is
-        /// lost). In a cluster a removal of everything fences each of the 16,384 slots (seconds
-        /// on a busy machine), and while one waits every lookup skips Redis: a backlog of them
-        /// would keep a machine from reading Redis at all. Lease releases stay (another machine
-        /// may be waiting on the lease).
+        /// Before a removal of everything is queued: the removals of everything queued before it
+        /// (not yet taken by the consumer) are superseded by it, as its fence and tombstones, newer
+        /// than theirs, do all they would; they go unsent (not counted as dropped: nothing is
+        /// lost). In a cluster one fences each of the 16,384 slots (seconds on a busy machine),
+        /// and while one waits every lookup skips Redis: a backlog of them would keep a machine
+        /// from reading Redis at all. Other writes stay: should the new removal be dropped (refused
+        /// for good, or the cache closing), theirs must still land.
         mutating func supersedeQueued() {
             var kept = CircularBuffer<RedisWrite>()
             for queued in writes {
-                if case .release = queued {
-                    kept.append(queued)
-                } else {
+                if case .removeAll = queued {
                     track(queued, by: -1)
                     unsent -= 1
+                } else {
+                    kept.append(queued)
                 }
             }
             writes = kept
-            owedTombstones = [:]
         }
 
         /// Drops the oldest write that may be dropped, owing its key a tombstone.

@@ -164,10 +164,24 @@ final class RedisCluster: Sendable {
     /// A manual failover (`CLUSTER FAILOVER` on `replica`): the primary stops taking writes until
     /// the replica has them all, then the replica takes its slots; nothing acknowledged is lost.
     /// Returns once `replica` says it is a primary and every node serves every slot.
+    /// Waits first until `replica` is a replica with its link to its primary up (right after a
+    /// failover the old primary takes a moment to become one), and asks again should a manual
+    /// failover time out (Redis gives up after 5 s without saying so).
     func failover(to replica: Int) async throws {
+        try await waitUntil("\(replica) is a replica with its link up") {
+            let replication = try command(replica, "INFO", "replication")
+            return replication.contains("role:slave") && replication.contains("master_link_status:up")
+        }
+        var asked = ContinuousClock.now
         try command(replica, "CLUSTER", "FAILOVER")
         try await waitUntil("\(replica) took over by a manual failover") {
-            guard try command(replica, "ROLE").hasPrefix("master") else { return false }
+            guard try command(replica, "ROLE").hasPrefix("master") else {
+                if ContinuousClock.now - asked > .seconds(6) {
+                    asked = ContinuousClock.now
+                    try command(replica, "CLUSTER", "FAILOVER")
+                }
+                return false
+            }
             return try runningPorts().allSatisfy { try command($0, "CLUSTER", "INFO").contains("cluster_state:ok") }
         }
     }

@@ -137,7 +137,16 @@ final class RedisServer: Sendable {
         try cli(["EVAL", "for i = 1, \(filler) do redis.call('SET', 'filler:' .. i, string.rep('x', 1024)) end", "0"])
         // redis-cli reports the connection the server closed as it exits.
         _ = try? cli(["SHUTDOWN", "SAVE"])
-        if let process = process.withLock({ $0 }) { _ = process.wait() }
+        guard let process = process.withLock({ $0 }) else { return }
+        let deadline = ContinuousClock.now + hangBound
+        while process.isRunning {
+            guard ContinuousClock.now < deadline else {
+                kill()
+                throw Failure(description: "hung: redis-server did not exit after SHUTDOWN SAVE within \(hangBound): \(log())")
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        _ = process.wait()
     }
 
     /// ``restartLoading(filler:)``'s second half: starts the server loading its data slowly.
