@@ -149,7 +149,9 @@ enum FaultChecker {
 
     /// R2 and R3: one allowed value per key at the end.
     static func convergence(_ history: FaultHistory, _ bounds: Bounds) -> [Violation] {
-        let dropped = history.finalStats.contains { ($0["dropped"] ?? 0) > 0 }
+        // A killed machine's counts died with it.
+        let dropped =
+            history.finalStats.contains { ($0["dropped"] ?? 0) > 0 } || history.faults.contains { $0.kind == .killMachine }
         var violations: [Violation] = []
         for key in history.tags.keys.sorted() {
             let finals = history.operations.filter { $0.isFinal && $0.key == key }.sorted { $0.start < $1.start }
@@ -177,7 +179,20 @@ enum FaultChecker {
                 })
             let removed = standing.contains { $0.effect == .removal }
             let mayBeDropped = dropped && standing.contains { exposed($0.operation, history, bounds) }
-            if removed || writes.isEmpty || mayBeDropped, let value = first.value { allowed.insert(value) }
+            // Redis lost what it held (killed without persistence, or a primary killed before its
+            // replica had its writes), or the machine that made it was killed before sending it,
+            // after a standing write began: any value written before the loss may come back (an
+            // older write still queued lands where the newer one or its tombstone is gone), or
+            // none.
+            let lost = standing.compactMap { loss(of: $0.operation, history) }.max() ?? -.infinity
+            let mayBeLost = lost > -.infinity
+            if mayBeLost {
+                for write in writes where write.operation.start <= lost {
+                    if case .strong(let value) = write.effect { allowed.insert(value) }
+                    if case .load(let value) = write.effect { allowed.insert(value) }
+                }
+            }
+            if removed || writes.isEmpty || mayBeDropped || mayBeLost, let value = first.value { allowed.insert(value) }
             guard !allowed.contains(final) else { continue }
             let standingPuts = standing.filter { if case .strong = $0.effect { true } else { false } }
             let writer = writes.first { $0.operation.value == final }?.operation
@@ -205,6 +220,14 @@ enum FaultChecker {
         return violations
     }
 
+    /// The end of the last fault that may have lost `write` (nil if none): one that lost what
+    /// Redis held, or killed the machine that made it, ending after it began.
+    static func loss(of write: FaultHistory.Operation, _ history: FaultHistory) -> Double? {
+        history.faults.filter { fault in
+            fault.kind.losesData && fault.end >= write.start && (fault.kind != .killMachine || fault.node == write.node)
+        }.map(\.end).max()
+    }
+
     /// Whether a fault came near enough to `write` for it to be dropped: one active during
     /// [its start − B, its end + `writeRetryLimit` + B] (a write is dropped only after failing for
     /// `writeRetryLimit`, or refused for want of memory; B covers a circuit still open and the
@@ -224,7 +247,9 @@ enum FaultChecker {
         for key in history.tags.keys {
             let standing = unsuperseded(writes(of: key, in: history, finals: false), bounds)
             if standing.contains(where: { if case .strong = $0.effect { true } else { false } }),
-                !standing.contains(where: { exposed($0.operation, history, bounds) })
+                !standing.contains(where: {
+                    exposed($0.operation, history, bounds) || loss(of: $0.operation, history) != nil
+                })
             {
                 keys += 1
             }
@@ -284,12 +309,21 @@ enum FaultChecker {
 
     // MARK: R5
 
+    /// The spells of `maxmemory 1` R5 can judge: those no machine's kill followed (its count of
+    /// refusals died with it), in a history where nothing but a full Redis refused writes (a
+    /// restart's `-LOADING` refusals count alike, so a count would not show which spell left it).
+    static func judgedSpells(_ history: FaultHistory) -> [FaultHistory.Fault] {
+        guard !history.faults.contains(where: { $0.kind == .restartLoading }) else { return [] }
+        let lastKill = history.faults.filter { $0.kind == .killMachine }.map(\.end).max() ?? -.infinity
+        return history.faults.filter { $0.kind == .outOfMemory && $0.start > lastKill }
+    }
+
     /// R5: a spell of `maxmemory 1` that a put ran into, long enough to be sent, left a count.
     static func refusals(_ history: FaultHistory, _ bounds: Bounds) -> [Violation] {
         let refused = history.finalStats.reduce(0) { $0 + ($1["refused"] ?? 0) }
         guard refused == 0 else { return [] }
         var violations: [Violation] = []
-        for fault in history.faults where fault.kind == .outOfMemory {
+        for fault in judgedSpells(history) {
             let puts = history.operations.filter {
                 $0.kind == .put && $0.start >= fault.start && $0.start <= fault.end - bounds.refusalLead
             }

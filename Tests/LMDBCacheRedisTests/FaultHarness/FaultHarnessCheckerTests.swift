@@ -84,6 +84,26 @@ struct FaultHarnessCheckerTests {
         #expect(Self.rules(Self.history(history.operations, faults: [fault], dropped: 1)).isEmpty)
     }
 
+    @Test("Lost data excuses only the writes it could have lost: Redis's loss any, a machine's kill its own")
+    func lostData() {
+        let lost = [Self.put(0, "k0", "n0.1", 0)] + Self.finals(["final-0-k0", "final-0-k0", "final-0-k0"])
+        let undone = [Self.put(0, "k0", "n0.1", 0), Self.remove(1, "k0", 10)] + Self.finals(["n0.1", "n0.1", "n0.1"])
+        for kind in [FaultHistory.Fault.Kind.killServer, .killPrimary] {
+            let loss = FaultHistory.Fault(kind: kind, start: 5_000, end: 6_000)
+            #expect(Self.rules(Self.history(lost, faults: [loss])).isEmpty)
+            #expect(Self.rules(Self.history(undone, faults: [loss])).isEmpty)
+            // A loss before the write began excuses nothing.
+            let earlier = FaultHistory.Fault(kind: kind, start: -3_000, end: -2_000)
+            #expect(Self.rules(Self.history(lost, faults: [earlier])) == [.lostWrite])
+        }
+        // A machine's kill excuses its own writes (its queue died with it)…
+        let kill = FaultHistory.Fault(kind: .killMachine, node: 0, start: 5_000, end: 6_000)
+        #expect(Self.rules(Self.history(lost, faults: [kill])).isEmpty)
+        // …not another machine's: node 1's removal stands, node 0's older put may not return.
+        let otherKill = FaultHistory.Fault(kind: .killMachine, node: 2, start: 5_000, end: 6_000)
+        #expect(Self.rules(Self.history(undone, faults: [otherKill])) == [.resurrection])
+    }
+
     @Test("R3: a value written before a removal that stands is a removal undone")
     func resurrection() {
         let history = Self.history(

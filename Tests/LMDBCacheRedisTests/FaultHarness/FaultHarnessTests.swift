@@ -59,7 +59,7 @@ struct FaultHarnessTests {
             machines.append(FaultWorkload.Machine(index: index, node: node))
         }
         try await exercise(seed: seed, machines: machines, kinds: FaultSchedule.serverKinds) { recorder in
-            Nemesis(server: server, proxies: proxies, recorder: recorder)
+            Nemesis(server: server, proxies: proxies, machines: machines, recorder: recorder)
         }
     }
 
@@ -82,7 +82,7 @@ struct FaultHarnessTests {
             seed: seed, machines: machines, kinds: FaultSchedule.clusterKinds, whole: [.outOfMemory],
             removeAllPerMille: 1
         ) { recorder in
-            Nemesis(cluster: cluster, recorder: recorder)
+            Nemesis(cluster: cluster, machines: machines, recorder: recorder)
         }
     }
 
@@ -94,7 +94,7 @@ struct FaultHarnessTests {
     /// `nemesis` makes while the workload runs, the final loads, the checker's verdict.
     func exercise(
         seed: UInt64, machines: [FaultWorkload.Machine], kinds: [FaultHistory.Fault.Kind],
-        whole: Set<FaultHistory.Fault.Kind> = [.outOfMemory, .pauseWrites, .stopServer, .restartLoading],
+        whole: Set<FaultHistory.Fault.Kind> = FaultSchedule.serverWide,
         removeAllPerMille: Int = 10, nemesis makeNemesis: (HistoryRecorder) -> Nemesis
     ) async throws {
         print("fault harness: seed \(seed), \(Self.seconds) s of workload (replay: LMDBCACHE_FAULT_SEED=\(seed))")
@@ -178,7 +178,8 @@ struct FaultHarnessTests {
         let coverage = FaultChecker.coverage(history)
         print(
             "fault harness: seed \(seed): \(history.operations.count) operations, faults \(kinds); \(totals); "
-                + "R4 judged \(coverage.judgedReads) reads, R2 could find a lost write in \(coverage.lostWriteKeys) keys; "
+                + "R4 judged \(coverage.judgedReads) reads, R2 could find a lost write in \(coverage.lostWriteKeys) keys, "
+                + "R5 judged \(FaultChecker.judgedSpells(history).count) spells; "
                 + String(format: "clocks drifted %.2f ms; ", history.clockDrift) + "\(violations.count) violation(s)")
         // A run that stopped early (no final counts) is written out too.
         guard !violations.isEmpty || history.finalStats.isEmpty else { return }

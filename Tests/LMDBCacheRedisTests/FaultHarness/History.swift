@@ -71,6 +71,23 @@ struct FaultHistory: Codable, Sendable, Equatable {
             /// In a cluster: a manual failover (`CLUSTER FAILOVER`) of one primary to its replica,
             /// and back when it heals.
             case failover
+            /// `SIGKILL` of `redis-server`, started again with no data when it heals (no
+            /// persistence, as a cache's Redis often runs): everything it held is lost.
+            case killServer
+            /// In a cluster: `SIGKILL` of one primary; its replica takes over (node timeout 1 s);
+            /// started again when it heals, it rejoins as a replica. What the primary acknowledged
+            /// and had not yet replicated is lost.
+            case killPrimary
+            /// `SIGSTOP` of one machine's process (`SIGCONT` when it heals): its leases, its
+            /// subscription and its commands in flight stand still.
+            case stopMachine
+            /// `SIGKILL` of one machine's process, started again on its directory when it heals:
+            /// the changes it had not yet sent to Redis are lost.
+            case killMachine
+
+            /// Whether the fault may lose what Redis acknowledged, or (``killMachine``) what the
+            /// machine it acts on had not yet sent.
+            var losesData: Bool { self == .killServer || self == .killPrimary || self == .killMachine }
         }
 
         var kind: Kind

@@ -42,17 +42,24 @@ struct FaultSchedule: Sendable {
     var length: Double
 
     /// The faults of a run against one server: each machine's link, and the server's.
-    static let serverKinds = FaultHistory.Fault.Kind.allCases.filter { $0 != .failover }
-    /// The faults of a run against a cluster: one primary's (failover, paused writes), and every
-    /// primary full at once (so that a put during the spell is refused whichever slot it has).
-    static let clusterKinds: [FaultHistory.Fault.Kind] = [.failover, .pauseWrites, .outOfMemory]
+    static let serverKinds = FaultHistory.Fault.Kind.allCases.filter { ![.failover, .killPrimary].contains($0) }
+    /// The faults of a run against a cluster: one primary's (failover, killed, paused writes),
+    /// every primary full at once (so that a put during the spell is refused whichever slot it
+    /// has), and a machine stopped.
+    static let clusterKinds: [FaultHistory.Fault.Kind] = [
+        .failover, .killPrimary, .pauseWrites, .outOfMemory, .stopMachine, .killMachine,
+    ]
+    /// The faults that act on the whole server, not on one machine's link.
+    static let serverWide: Set<FaultHistory.Fault.Kind> = [
+        .outOfMemory, .pauseWrites, .stopServer, .restartLoading, .killServer,
+    ]
 
     /// The schedule of a run of `seconds` with `nodes` machines, drawn from `seed`, of faults of
     /// `kinds`; `nodes` also numbers the targets (a machine's link, or a cluster's primary) of the
     /// kinds that have one, which are those not in `whole`.
     init(
         seed: UInt64, seconds: Int, nodes: Int, staleness: Double, kinds: [FaultHistory.Fault.Kind] = serverKinds,
-        whole: Set<FaultHistory.Fault.Kind> = [.outOfMemory, .pauseWrites, .stopServer, .restartLoading]
+        whole: Set<FaultHistory.Fault.Kind> = serverWide
     ) {
         var random = SeededGenerator(seed: seed)
         length = Double(seconds) * 1_000
@@ -105,16 +112,20 @@ struct Nemesis: Sendable {
     var server: RedisServer?
     var proxies: [FaultProxy] = []
     var cluster: RedisCluster?
+    /// The machines, by index (``FaultHistory/Fault/Kind/stopMachine`` stops one).
+    var machines: [FaultWorkload.Machine] = []
     let recorder: HistoryRecorder
 
-    init(server: RedisServer, proxies: [FaultProxy], recorder: HistoryRecorder) {
+    init(server: RedisServer, proxies: [FaultProxy], machines: [FaultWorkload.Machine], recorder: HistoryRecorder) {
         self.server = server
         self.proxies = proxies
+        self.machines = machines
         self.recorder = recorder
     }
 
-    init(cluster: RedisCluster, recorder: HistoryRecorder) {
+    init(cluster: RedisCluster, machines: [FaultWorkload.Machine], recorder: HistoryRecorder) {
         self.cluster = cluster
+        self.machines = machines
         self.recorder = recorder
     }
 
@@ -128,7 +139,12 @@ struct Nemesis: Sendable {
             let start = recorder.now
             // Late (earlier faults' applying and healing took longer than planned): a fault that
             // would now reach into a calm window is left out, so the windows stay calm.
-            let overhead: Double = [.failover, .restartLoading].contains(fault.kind) ? 3_000 : 300
+            let overhead: Double =
+                switch fault.kind {
+                case .killPrimary: 8_000
+                case .failover, .restartLoading, .killMachine: 3_000
+                default: 300
+                }
             if schedule.calm.contains(where: { $0.end > start && $0.start < start + fault.duration + overhead }) {
                 skipped += 1
                 continue
@@ -159,8 +175,23 @@ struct Nemesis: Sendable {
         fault.node.flatMap { proxies.indices.contains($0) ? proxies[$0] : nil }
     }
 
+    private func machine(_ fault: FaultSchedule.Planned) -> FaultWorkload.Machine? {
+        fault.node.flatMap { machines.indices.contains($0) ? machines[$0] : nil }
+    }
+
     /// Applies `fault`; in a cluster, returns the ports it acted on (for its heal).
     private func apply(_ fault: FaultSchedule.Planned) async throws -> [Int] {
+        switch fault.kind {
+        case .stopMachine:
+            machine(fault)?.node.pause()
+            return []
+        case .killMachine:
+            guard let machine = machine(fault) else { return [] }
+            machine.isDown.store(true, ordering: .releasing)
+            machine.node.killProcess()
+            return []
+        default: break
+        }
         if let cluster { return try await apply(fault, on: cluster) }
         guard let server else { return [] }
         switch fault.kind {
@@ -177,12 +208,24 @@ struct Nemesis: Sendable {
         case .restartLoading:
             try await FleetNode.offPool { Result { try server.shutDownSaving() } }.get()
             try await server.startLoading()
-        case .failover: break
+        case .killServer: server.kill()
+        case .failover, .killPrimary, .stopMachine, .killMachine: break
         }
         return []
     }
 
     private func heal(_ fault: FaultSchedule.Planned, _ ports: [Int]) async throws {
+        switch fault.kind {
+        case .stopMachine:
+            machine(fault)?.node.resume()
+            return
+        case .killMachine:
+            guard let machine = machine(fault) else { return }
+            try await Self.offPool { try machine.node.restart() }
+            machine.isDown.store(false, ordering: .releasing)
+            return
+        default: break
+        }
         if let cluster { return try await heal(fault, ports, on: cluster) }
         guard let server else { return }
         switch fault.kind {
@@ -192,7 +235,8 @@ struct Nemesis: Sendable {
         case .pauseWrites: try await cli(["CLIENT", "UNPAUSE"])
         case .stopServer: server.resume()
         case .restartLoading: try await server.finishLoading()
-        case .failover: break
+        case .killServer: try await server.restart()
+        case .failover, .killPrimary, .stopMachine, .killMachine: break
         }
     }
 
@@ -213,6 +257,11 @@ struct Nemesis: Sendable {
             }
             try await cluster.failover(to: replica)
             return [primary, replica]
+        case .killPrimary:
+            // Replication is asynchronous: the replica that takes over may lack the last writes.
+            try await Self.offPool { try cluster.killProcess(primary) }
+            try await cluster.waitForFailover(of: primary)
+            return [primary]
         case .pauseWrites:
             let milliseconds = "\(Int(fault.duration) + 5_000)"
             try await Self.offPool { try cluster.command(primary, "CLIENT", "PAUSE", milliseconds, "WRITE") }
@@ -230,6 +279,9 @@ struct Nemesis: Sendable {
         case .failover:
             // Back: the old primary, now the replica, takes over again.
             if let primary = ports.first { try await cluster.failover(to: primary) }
+        case .killPrimary:
+            // Back as a replica of the node that took over.
+            if let primary = ports.first { try await cluster.restartNode(primary) }
         case .pauseWrites:
             for port in ports { try await Self.offPool { try cluster.command(port, "CLIENT", "UNPAUSE") } }
         case .outOfMemory:
@@ -241,7 +293,17 @@ struct Nemesis: Sendable {
 
     /// Heals everything whatever the schedule did (after an error).
     func healAll() async {
+        for machine in machines {
+            machine.node.resume()
+            if machine.isDown.load(ordering: .acquiring) {
+                _ = try? await Self.offPool { try machine.node.restart() }
+                machine.isDown.store(false, ordering: .releasing)
+            }
+        }
         if let cluster {
+            for node in cluster.nodes where !((try? cluster.runningPorts()) ?? []).contains(node.port) {
+                try? await cluster.restartNode(node.port)
+            }
             for port in (try? cluster.runningPorts()) ?? [] {
                 _ = try? await Self.offPool { try cluster.command(port, "CONFIG", "SET", "maxmemory", "0") }
                 _ = try? await Self.offPool { try cluster.command(port, "CLIENT", "UNPAUSE") }
@@ -249,6 +311,7 @@ struct Nemesis: Sendable {
         }
         guard let server else { return }
         server.resume()
+        if !server.isRunning { try? await server.restart() }
         for proxy in proxies { proxy.current = .none }
         _ = try? await cli(["CONFIG", "SET", "maxmemory", "0"])
         _ = try? await cli(["CLIENT", "UNPAUSE"])

@@ -1,5 +1,6 @@
 #if Redis
 import Foundation
+import Synchronization
 
 /// SplitMix64: a small generator that gives the same numbers for the same seed on every
 /// platform, so a run's schedule and each machine's operations replay from the seed.
@@ -41,6 +42,9 @@ struct FaultWorkload: Sendable {
     final class Machine: @unchecked Sendable {
         let index: Int
         let node: FleetNode
+        /// Whether the nemesis has killed the machine's process and not yet started it again
+        /// (``FaultHistory/Fault/Kind/killMachine``); set before the kill, cleared after the start.
+        let isDown = Atomic<Bool>(false)
 
         init(index: Int, node: FleetNode) {
             self.index = index
@@ -99,6 +103,8 @@ struct FaultWorkload: Sendable {
                 default: command = .removeAll
                 }
             }
+            // A machine the nemesis killed makes no call until it runs again (its bound: the fault's).
+            while machine.isDown.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(10)) }
             recorder.record(try await perform(command, on: machine))
             // Pacing (a few operations a second per key), not synchronisation.
             try await Task.sleep(for: .milliseconds(Int.random(in: 2...20, using: &random)))
@@ -142,7 +148,15 @@ struct FaultWorkload: Sendable {
             line = "rmall"
         }
         operation.start = recorder.now
-        let answer = try await machine.node.ask(line)
+        let answer: String
+        do {
+            answer = try await machine.node.ask(line)
+        } catch where machine.isDown.load(ordering: .acquiring) {
+            // Killed under way: it may or may not have written.
+            operation.end = recorder.now
+            operation.error = "killed: \(error)"
+            return operation
+        }
         operation.end = recorder.now
         switch operation.kind {
         case .put, .remove, .removeAll:

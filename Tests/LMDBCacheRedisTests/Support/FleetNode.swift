@@ -2,7 +2,12 @@
 import CacheTestSupport
 import Dispatch
 import Foundation
+import Synchronization
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One machine of a fleet: `cache-test-helper node` (a `Cache<String, String>` with the Redis
 /// tier, on a directory of its own) in a process of its own, driven one command at a time.
@@ -27,7 +32,11 @@ final class FleetNode {
 
     let name: String
     let directory: TemporaryDirectory
-    private let process: HelperProcess
+    /// The node's process: replaced by ``restart()``.
+    private let current: Mutex<HelperProcess>
+    private var process: HelperProcess { current.withLock { $0 } }
+    /// The process's arguments, for ``restart()``.
+    private let arguments: [String]
 
     /// Starts a node on a new directory with the Redis tier at 127.0.0.1:`port` and `options`
     /// (`timeout=MS`, `threshold=N`, `open=MS`, `namespace=NS`, `password=PW`, `cluster=P,P`).
@@ -38,12 +47,34 @@ final class FleetNode {
         // lookup that times out is a miss, which would fail tests about hits.
         let timeout =
             options.contains { $0.hasPrefix("timeout=") } ? [] : ["timeout=\(hangBound.components.seconds * 1_000)"]
-        process = try HelperProcess(["node", directory.path, "\(port)"] + timeout + options, input: true)
+        arguments = ["node", directory.path, "\(port)"] + timeout + options
+        current = Mutex(try Self.start(arguments, name))
+    }
+
+    /// Starts a node process with `arguments` and waits for its `ready`.
+    private static func start(_ arguments: [String], _ name: String) throws -> HelperProcess {
+        let process = try HelperProcess(arguments, input: true)
         let first = process.readLine()
         guard first == "ready" else {
             process.kill()
             throw Failure(description: "\(name) did not start (\(first ?? "no output")): \(process.errorText())")
         }
+        return process
+    }
+
+    /// Kills the node's process (`SIGKILL`): what it had not yet sent to Redis is lost, its
+    /// directory stays. A command under way fails.
+    func killProcess() {
+        process.kill()
+    }
+
+    /// Starts the node again on its directory with its options (after ``killProcess()``), and
+    /// returns once it said `ready`.
+    func restart() throws {
+        let old = process
+        if old.isRunning { old.kill() }
+        let new = try Self.start(arguments, name)
+        current.withLock { $0 = new }
     }
 
     deinit {
@@ -145,6 +176,16 @@ final class FleetNode {
             let milliseconds = Int(parts[2].dropFirst(3))
         else { throw Failure(description: "\(name): load answered \(answer)") }
         return Load(value: parts[0], loaded: parts[1] == "loaded=1", milliseconds: milliseconds)
+    }
+
+    /// Stops the node's process (SIGSTOP): it answers nothing, its timers stand still.
+    func pause() {
+        if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGSTOP) }
+    }
+
+    /// Lets a stopped node run again (SIGCONT).
+    func resume() {
+        if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGCONT) }
     }
 
     func quit() async {

@@ -67,16 +67,7 @@ final class RedisCluster: Sendable {
         let nodes = (0..<6).map { Node(port: ports[$0], busPort: ports[$0 + 6]) }
         var processes: [Int: Subprocess] = [:]
         for node in nodes {
-            let process = try Subprocess.start(
-                "/usr/bin/redis-server",
-                [
-                    "--port", "\(node.port)", "--cluster-port", "\(node.busPort)", "--cluster-enabled", "yes",
-                    "--cluster-config-file", directory.appendingPathComponent("nodes-\(node.port).conf").path,
-                    "--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
-                    "--dir", directory.path, "--logfile",
-                    directory.appendingPathComponent("redis-\(node.port).log").path,
-                ])
-            processes[node.port] = process
+            processes[node.port] = try launch(node, in: directory)
         }
         let cluster = RedisCluster(nodes: nodes, directory: directory, processes: processes)
         do {
@@ -110,6 +101,47 @@ final class RedisCluster: Sendable {
             throw error
         }
         return cluster
+    }
+
+    /// Starts `node`'s `redis-server` in `directory` (its cluster configuration file there).
+    private static func launch(_ node: Node, in directory: URL) throws -> Subprocess {
+        try Subprocess.start(
+            "/usr/bin/redis-server",
+            [
+                "--port", "\(node.port)", "--cluster-port", "\(node.busPort)", "--cluster-enabled", "yes",
+                "--cluster-config-file", directory.appendingPathComponent("nodes-\(node.port).conf").path,
+                "--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no", "--bind", "127.0.0.1",
+                "--dir", directory.path, "--logfile",
+                directory.appendingPathComponent("redis-\(node.port).log").path,
+            ])
+    }
+
+    /// Starts the node on `port` again after ``killProcess(_:)`` (with no data; it keeps its
+    /// cluster configuration) and returns once it is a replica with its link up and every
+    /// node says `cluster_state:ok`: a killed primary whose replica took over rejoins as that
+    /// replica's replica.
+    func restartNode(_ port: Int) async throws {
+        guard let node = nodes.first(where: { $0.port == port }) else {
+            throw Failure(description: "no node of the cluster has port \(port)")
+        }
+        let process = try Self.launch(node, in: directory)
+        let started = processes.withLock { processes -> Bool in
+            guard processes[port] == nil else { return false }
+            processes[port] = process
+            return true
+        }
+        guard started else {
+            process.signal(SIGKILL)
+            process.wait()
+            throw Failure(description: "the node on \(port) runs already")
+        }
+        try await waitUntil("\(port) rejoined as a replica with its link up") {
+            let replication = try command(port, "INFO", "replication")
+            guard replication.contains("role:slave"), replication.contains("master_link_status:up") else {
+                return false
+            }
+            return try runningPorts().allSatisfy { try command($0, "CLUSTER", "INFO").contains("cluster_state:ok") }
+        }
     }
 
     /// The ports of the primaries that serve slots now, as `port` sees the cluster.

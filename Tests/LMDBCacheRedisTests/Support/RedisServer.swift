@@ -106,6 +106,9 @@ final class RedisServer: Sendable {
         throw Failure(description: "hung: redis-server did not answer within \(hangBound): \(log())")
     }
 
+    /// Whether the server's process runs (a stopped one does).
+    var isRunning: Bool { process.withLock { $0 }?.isRunning == true }
+
     /// Kills the server with SIGKILL and waits until it has exited.
     func kill() {
         guard let process = process.withLock({ $0 }) else { return }

@@ -103,7 +103,7 @@ enum FleetNode {
         defer { local.close() }
         let commands = FleetNodeCommands(
             node: node, cache: cache, local: local, only: try RESPConnection(port: port),
-            onlyPrefix: namespace + "-only:")
+            onlyPrefix: namespace + "-only:", port: port)
         try writeLine("ready")
         while let line = readLine() {
             if line == "quit" {
@@ -140,13 +140,18 @@ enum FleetTier: String, CaseIterable, Sendable {
 /// touched by two threads at once.
 final class FleetNodeCommands: @unchecked Sendable {
     /// This node's number (1, 2, 3): its Zipf draws are its own.
-    private let node: Int
-    private let cache: Cache<String, [UInt8]>
+    let node: Int
+    let cache: Cache<String, [UInt8]>
     /// A cache of the node's without the remote tier (the `local` phase).
     private let local: Cache<String, [UInt8]>
     /// "Redis as the only cache": the harness's own RESP connection, one request at a time.
     private let only: RESPConnection
-    private let onlyPrefix: String
+    let onlyPrefix: String
+    /// The Redis port, for the connections ``faultZipf`` makes again after a failure.
+    let port: UInt16
+    /// Redis only's connection under faults (FleetNode+Faults.swift): made on demand, with the
+    /// cache's command timeout, and made again after any failure, as a driver does.
+    var faultConnection: RESPConnection?
     /// Inserts this node made: with its loads and leases, what its remote tier must acknowledge.
     private var inserts = 0
     /// Whether a stampede ran: the writes to wait for are no longer known.
@@ -154,8 +159,9 @@ final class FleetNodeCommands: @unchecked Sendable {
 
     init(
         node: Int, cache: Cache<String, [UInt8]>, local: Cache<String, [UInt8]>, only: RESPConnection,
-        onlyPrefix: String
+        onlyPrefix: String, port: UInt16
     ) {
+        self.port = port
         self.node = node
         self.cache = cache
         self.local = local
@@ -229,6 +235,21 @@ final class FleetNodeCommands: @unchecked Sendable {
                     prefix, count: count, lease: mode == "lease", start: start, gap: gap,
                     loadMilliseconds: loadMilliseconds)
             }
+        case "fault-zipf":
+            try arity(5)
+            let (prefix, keys, milliseconds, seed) = (try word(1), try number(2), try number(3), UInt64(try number(4)))
+            guard keys > 0, milliseconds > 0 else { throw FleetFailure("fault-zipf over no keys or no time") }
+            switch try word(5) {
+            case "cache":
+                return try blocking {
+                    try await self.faultZipf(prefix, keys: keys, milliseconds: milliseconds, seed: seed)
+                }
+            case "only": return try onlyFaultZipf(prefix, keys: keys, milliseconds: milliseconds, seed: seed)
+            default: throw FleetFailure("cache or only, not \(words[5])")
+            }
+        case "settle":
+            try arity(0)
+            return try blocking { try await self.settle() }
         case "stats":
             try arity(0)
             let remote = try remoteStatistics()
@@ -416,11 +437,11 @@ final class FleetNodeCommands: @unchecked Sendable {
 
     // MARK: Redis as the only cache
 
-    private static let getCommand = Array("GET".utf8)
-    private static let setCommand = Array("SET".utf8)
+    static let getCommand = Array("GET".utf8)
+    static let setCommand = Array("SET".utf8)
 
     /// The baseline's Redis key for key `index` under `prefix`.
-    private func onlyKey(_ prefix: Substring, _ index: Int) -> [UInt8] {
+    func onlyKey(_ prefix: Substring, _ index: Int) -> [UInt8] {
         Array((onlyPrefix + FleetValue.key(prefix, index)).utf8)
     }
 
@@ -478,11 +499,11 @@ final class FleetNodeCommands: @unchecked Sendable {
 
     // MARK: Plumbing
 
-    private func list(_ values: [UInt64]) -> String { values.map(String.init).joined(separator: ",") }
+    func list(_ values: [UInt64]) -> String { values.map(String.init).joined(separator: ",") }
 
     /// Runs `body` on a task and waits for it on this thread (the main thread, which has nothing
     /// else to do meanwhile): the cooperative pool stays free for the cache's own tasks.
-    private func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
         let outcome = Outcome<T>()
         let done = DispatchSemaphore(value: 0)
         Task {

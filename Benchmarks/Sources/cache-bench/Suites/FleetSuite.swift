@@ -170,6 +170,12 @@ struct FleetSuite: Suite {
             + "\(try total("writes")), dropped \(try total("dropped")), damaged records \(try total("damaged")), "
             + "changes published \(try total("published")), received \(try total("received")), applied "
             + "\(try total("applied")), memory tier drops \(try total("drops"))"
+        // Last: the faults leave dropped writes and failures in the counts above's successors.
+        let faultMilliseconds = options.quick ? 500 : 3_000
+        let faults = FleetFaultSection.report(
+            try FleetFaultSection.run(
+                node: nodes[1], server: server, keys: sizes.zipfKeys, milliseconds: faultMilliseconds, log: log),
+            milliseconds: faultMilliseconds)
         for node in nodes { try node.quit() }
         nodes.removeAll()
         let load =
@@ -178,7 +184,7 @@ struct FleetSuite: Suite {
 
         return report(
             rows: rows, propagation: propagation, stampedes: stampedes, sizes: sizes, rounds: rounds,
-            version: version, counts: counts, zipfServed: zipfServed, load: load)
+            version: version, counts: counts, zipfServed: zipfServed, load: load, faults: faults)
     }
 
     /// The row of `measure`: p50 and p99 over every call of every round, ops/s one caller's calls
@@ -262,7 +268,8 @@ struct FleetSuite: Suite {
 
     private func report(
         rows: [ResultRow], propagation: [[UInt64]], stampedes: [FleetStampede], sizes: Sizes, rounds: Int,
-        version: String, counts: String, zipfServed: FleetZipfShares, load: String
+        version: String, counts: String, zipfServed: FleetZipfShares, load: String,
+        faults: (table: ExtraTable, rows: [ResultRow])
     ) -> SuiteReport {
         let labels = ["node 2", "node 3", "both"]
         let propagationTable = ExtraTable(
@@ -375,7 +382,15 @@ struct FleetSuite: Suite {
                         + "moment; the loader sleeps \(loader) (a backend call); LoadLease() defaults: held 10 s, "
                         + "waited on 2 s"
                 ),
-                ("remote tier counts (3 nodes, at the end)", counts),
+                ("remote tier counts (3 nodes, before the faults)", counts),
+                (
+                    "faults",
+                    "last, on node 2 alone, each fault on a key space of its own (\(sizes.zipfKeys) keys, Zipf 0.99): "
+                        + "a warm-up of both systems, then the fault held while LMDBCache, then Redis only, call; healed, "
+                        + "the same again at once; the node settles (no write pending, circuit closed, subscribed) "
+                        + "before the next. Redis only's connection gives up after 250 ms (the cache's command "
+                        + "timeout), connects again after any failure, and answers the loader's value for a failed call"
+                ),
                 // Four processes share the machine's cores: anything else running shows here.
                 ("load average", load),
             ],
@@ -397,12 +412,18 @@ struct FleetSuite: Suite {
                     + "tier (contains, every 50 µs) and take it when the entry is gone: the change went through node "
                     + "1's write queue, a pipeline (SET, PUBLISH), Redis pub/sub, the subscriber and the change "
                     + "follower. Each then get-or-loads the key and must get the new write from Redis.",
+                "Under faults: memory, disk, Redis, loader are the shares of the phase's calls each served "
+                    + "(Redis only: a hit, or the loader after a miss or a failure); failures are the remote tier's "
+                    + "count (lookups and writes that failed, or skipped with the circuit open) and Redis only's "
+                    + "failed calls. LMDBCache calls first in each phase, so its 'after' starts at the heal and Redis "
+                    + "only's a phase later.",
                 "Stampede: loader runs summed over the three nodes per key. Without the lease each node that misses "
                     + "loads; with it one node takes the lease and loads, the others poll Redis for its value. A key "
                     + "no node loaded fails the run, as do extra loads with the lease that neither a lease wait "
                     + "ending without the value nor a Redis failure explains.",
             ],
-            rows: rows, extraTables: [propagationTable, stampedeTable], extraRows: propagationRows + stampedeRows)
+            rows: rows, extraTables: [propagationTable, stampedeTable, faults.table],
+            extraRows: propagationRows + stampedeRows + faults.rows)
     }
 }
 

@@ -33,6 +33,16 @@ final class RESPConnection {
         setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
     }
 
+    /// Makes a send or a receive that waits longer than `milliseconds` fail (`SO_SNDTIMEO`,
+    /// `SO_RCVTIMEO`); the connection is then not to be used again (a late reply would follow).
+    func setTimeout(milliseconds: Int) throws {
+        var limit = timeval(tv_sec: milliseconds / 1_000, tv_usec: (milliseconds % 1_000) * 1_000)
+        let size = socklen_t(MemoryLayout<timeval>.size)
+        guard setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, size) == 0,
+            setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, size) == 0
+        else { throw POSIXFailure("setsockopt SO_RCVTIMEO") }
+    }
+
     /// The longest socket path `sockaddr_un` holds: `sun_path` less its terminating NUL
     /// (107 bytes on Linux).
     static let maximumUnixPathBytes = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
@@ -74,6 +84,11 @@ final class RESPConnection {
 
     /// Queues a command (an array of bulk strings) without sending it.
     func append(_ arguments: [UInt8]...) {
+        append(contentsOf: arguments)
+    }
+
+    /// Queues a command of `arguments` without sending it.
+    func append(contentsOf arguments: [[UInt8]]) {
         output.append(UInt8(ascii: "*"))
         output += Array(String(arguments.count).utf8)
         output += [13, 10]

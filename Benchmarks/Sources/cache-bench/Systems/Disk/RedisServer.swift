@@ -13,7 +13,8 @@ final class RedisServer: @unchecked Sendable {
     let unixSocketPath: String
     /// The temporary directory holding the socket.
     private let socketDirectory: String
-    private let process: Process
+    private var process: Process
+    private let executable: String
 
     /// The executable's path, or nil when it is not installed.
     static func executable() -> String? {
@@ -35,27 +36,13 @@ final class RedisServer: @unchecked Sendable {
                 description: "the socket path \(unixSocketPath) is longer than sockaddr_un holds "
                     + "(\(RESPConnection.maximumUnixPathBytes) bytes)")
         }
+        self.executable = executable
         process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [
-            "--port", "\(port)", "--bind", "127.0.0.1", "--unixsocket", unixSocketPath, "--unixsocketperm", "700",
-            "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", "--logfile", "",
-        ]
-        process.standardOutput = FileHandle.nullDevice
         do {
-            try process.run()
+            try launch()
         } catch {
             try? FileManager.default.removeItem(atPath: socketDirectory)
             throw error
-        }
-        let deadline = Date().addingTimeInterval(10)
-        while true {
-            if let connection = try? RESPConnection(port: port), (try? connection.ping()) == true { break }
-            guard process.isRunning, Date() < deadline else {
-                stop()
-                throw RedisFailure(description: "redis-server did not answer on 127.0.0.1:\(port)")
-            }
-            usleep(20_000)
         }
         // Both listeners are set up before the server answers anything.
         do {
@@ -68,9 +55,48 @@ final class RedisServer: @unchecked Sendable {
         }
     }
 
+    /// Starts the process and waits (up to 10 s) until it answers PING on TCP.
+    private func launch() throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = [
+            "--port", "\(port)", "--bind", "127.0.0.1", "--unixsocket", unixSocketPath, "--unixsocketperm", "700",
+            "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", "--logfile", "",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(10)
+        while true {
+            if let connection = try? RESPConnection(port: port), (try? connection.ping()) == true { break }
+            guard process.isRunning, Date() < deadline else {
+                stop()
+                throw RedisFailure(description: "redis-server did not answer on 127.0.0.1:\(port)")
+            }
+            usleep(20_000)
+        }
+    }
+
+    /// Sends `signal` to the server (`SIGSTOP` and `SIGCONT` for the fleet suite's faults).
+    func signal(_ signal: Int32) {
+        if process.isRunning { _ = Glibc.kill(process.processIdentifier, signal) }
+    }
+
+    /// Kills the server (`SIGKILL`: everything it held is lost) and waits for it to exit.
+    func kill() {
+        signal(SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Starts a killed server again on the same port and socket, empty.
+    func restart() throws {
+        guard !process.isRunning else { throw RedisFailure(description: "redis-server runs: not restarted") }
+        try launch()
+    }
+
     /// Terminates the server, waits for it to exit and removes the socket's directory.
     func stop() {
         if process.isRunning {
+            signal(SIGCONT)
             process.terminate()
             process.waitUntilExit()
         }
