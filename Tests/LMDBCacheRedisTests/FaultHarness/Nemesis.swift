@@ -112,7 +112,8 @@ struct Nemesis: Sendable {
     var server: RedisServer?
     var proxies: [FaultProxy] = []
     var cluster: RedisCluster?
-    /// The machines, by index (``FaultHistory/Fault/Kind/stopMachine`` stops one).
+    /// The machines, by index (``FaultHistory/Fault/Kind/stopMachine`` and
+    /// ``FaultHistory/Fault/Kind/killMachine`` act on one).
     var machines: [FaultWorkload.Machine] = []
     let recorder: HistoryRecorder
 

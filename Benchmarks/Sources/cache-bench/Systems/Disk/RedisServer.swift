@@ -90,6 +90,8 @@ final class RedisServer: @unchecked Sendable {
     /// Starts a killed server again on the same port and socket, empty.
     func restart() throws {
         guard !process.isRunning else { throw RedisFailure(description: "redis-server runs: not restarted") }
+        // The killed server's socket file is still there.
+        try? FileManager.default.removeItem(atPath: unixSocketPath)
         try launch()
     }
 
