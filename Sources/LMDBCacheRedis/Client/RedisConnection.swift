@@ -18,6 +18,8 @@ final class RedisConnection: Sendable {
     private let channel: any Channel
     /// The first error the channel met (TLS, I/O, protocol), to explain a failed handshake.
     private let firstError: FirstError
+    /// Requests sent and not yet answered (nor failed).
+    private let requestsInFlight = Atomic<Int>(0)
 
     private init(endpoint: RedisEndpoint, channel: any Channel, firstError: FirstError) {
         self.endpoint = endpoint
@@ -27,6 +29,11 @@ final class RedisConnection: Sendable {
 
     /// Whether the channel is still open (it may yet fail on the next send).
     var isActive: Bool { channel.isActive }
+
+    /// How many of ``send(_:timeout:)``'s requests await their replies: a pool sends the next
+    /// request on its least busy connection, so that one request held up (a write during
+    /// `CLIENT PAUSE WRITE`, a slow script) does not hold up those behind it.
+    var inFlight: Int { requestsInFlight.load(ordering: .relaxed) }
 
     /// A future completed when the connection has closed, for whatever reason.
     var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
@@ -185,13 +192,17 @@ final class RedisConnection: Sendable {
     private func startSending(_ commands: [RedisCommand], timeout: Duration) -> EventLoopFuture<[RESPValue]> {
         guard !commands.isEmpty else { return channel.eventLoop.makeSucceededFuture([]) }
         let promise = channel.eventLoop.makePromise(of: [RESPValue].self)
+        requestsInFlight.add(1, ordering: .relaxed)
         write(commands, replies: promise)
         let channel = self.channel
         let timeoutTask = channel.eventLoop.scheduleTask(in: TimeAmount(max(timeout, .zero))) {
             promise.fail(RedisClientError.timedOut)
             channel.close(promise: nil)
         }
-        promise.futureResult.whenComplete { _ in timeoutTask.cancel() }
+        promise.futureResult.whenComplete { _ in
+            timeoutTask.cancel()
+            self.requestsInFlight.subtract(1, ordering: .relaxed)
+        }
         return promise.futureResult.flatMapErrorThrowing { error in
             throw error as? RedisClientError ?? .connectionClosed
         }

@@ -7,7 +7,10 @@ import Synchronization
 
 /// A ``RedisExecutor`` over a few connections to one server.
 ///
-/// Connections are made when first needed and a closed one is replaced on its next use. After a
+/// Each request goes to the ready connection with the fewest requests awaiting replies, so one held
+/// up (a write under `CLIENT PAUSE WRITE`, a slow script) does not hold up those behind it; while
+/// every ready one is busy and a slot is free, a new connection is made (unless a connect failed
+/// lately). Connections are made when first needed and a closed one is replaced on its next use. After a
 /// failed connect, further attempts wait out the configured backoff (10 ms doubling to 1 s by
 /// default, with jitter); a caller arriving meanwhile fails at once with the last connect error, so
 /// a server that is down costs callers no waiting and sees no storm of connects. While a connect is
@@ -31,7 +34,7 @@ final class RedisConnectionPool: RedisExecutor {
 
     private struct State {
         var slots: [Slot]
-        /// Where the search for a ready connection starts next (round robin).
+        /// Where the search for a ready connection starts next (round robin among the least busy).
         var next = 0
         var consecutiveFailures = 0
         /// No connect before this instant, after a failure.
@@ -121,17 +124,25 @@ final class RedisConnectionPool: RedisExecutor {
             let count = state.slots.count
             var empty: Int?
             var connecting: EventLoopFuture<RedisConnection>?
+            // The least busy ready connection, the first from `next` among equals.
+            var idlest: (index: Int, connection: RedisConnection, inFlight: Int)?
             for offset in 0..<count {
                 let index = (state.next + offset) % count
                 switch state.slots[index] {
                 case .ready(let connection) where connection.isActive:
-                    state.next = (index + 1) % count
-                    return .use(connection)
+                    let inFlight = connection.inFlight
+                    if idlest.map({ inFlight < $0.inFlight }) ?? true { idlest = (index, connection, inFlight) }
                 case .connecting(let future):
                     connecting = connecting ?? future
                 case .ready, .empty:
                     empty = empty ?? index
                 }
+            }
+            // A busy connection is used when no other can be had at once (none empty, or a
+            // connect failed lately): a new one is made only while nothing has failed.
+            if let idlest, idlest.inFlight == 0 || empty == nil || state.consecutiveFailures > 0 || connecting != nil {
+                state.next = (idlest.index + 1) % count
+                return .use(idlest.connection)
             }
             // After failures, one connect at a time: the others wait for it.
             if let connecting, empty == nil || state.consecutiveFailures > 0 { return .wait(connecting) }

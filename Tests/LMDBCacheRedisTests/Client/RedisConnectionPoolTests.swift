@@ -181,5 +181,32 @@ struct RedisConnectionPoolTests {
         }
         await pool.close()
     }
+
+    @Test("A request held up on one connection (a BLPOP that waits for ever) does not hold up the next: another connection takes it")
+    func busyConnectionAvoided() async throws {
+        let server = try await RedisServer()
+        let pool = try RedisConnectionPool(configuration: server.configuration(poolSize: 2), logger: testLogger)
+        defer { server.stop() }
+        // One connection, idle.
+        #expect(try await pool.execute([RedisCommand("PING")], timeout: hangBound) == [.simpleString(bytes("PONG"))])
+        let blocked = Task {
+            try await pool.execute([RedisCommand("BLPOP", bytes("never"), bytes("0"))], timeout: hangBound)
+        }
+        let deadline = ContinuousClock.now + hangBound
+        while !(try server.cli(["INFO", "clients"]).contains("blocked_clients:1")) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("hung: BLPOP did not block within \(hangBound)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        // Round robin over ready connections sent these behind the BLPOP, which they waited out.
+        for _ in 0..<10 {
+            #expect(try await pool.execute([RedisCommand("GET", bytes("k"))], timeout: hangBound) == [.bulkString(nil)])
+        }
+        try server.cli(["LPUSH", "never", "x"])
+        #expect(try await blocked.value == [.array([.bulkString(bytes("never")), .bulkString(bytes("x"))])])
+        await pool.close()
+    }
 }
 #endif
