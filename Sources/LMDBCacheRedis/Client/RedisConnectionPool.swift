@@ -10,7 +10,7 @@ import Synchronization
 /// Each request goes to the ready connection with the fewest requests awaiting replies, so one held
 /// up (a write under `CLIENT PAUSE WRITE`, a slow script) does not hold up those behind it; while
 /// every ready one is busy and a slot is free, a new connection is made (unless a connect failed
-/// lately). Connections are made when first needed and a closed one is replaced on its next use. After a
+/// within its backoff). Connections are made when first needed and a closed one is replaced on its next use. After a
 /// failed connect, further attempts wait out the configured backoff (10 ms doubling to 1 s by
 /// default, with jitter); a caller arriving meanwhile fails at once with the last connect error, so
 /// a server that is down costs callers no waiting and sees no storm of connects. While a connect is
@@ -138,9 +138,11 @@ final class RedisConnectionPool: RedisExecutor {
                     empty = empty ?? index
                 }
             }
-            // A busy connection is used when no other can be had at once (none empty, or a
-            // connect failed lately): a new one is made only while nothing has failed.
-            if let idlest, idlest.inFlight == 0 || empty == nil || state.consecutiveFailures > 0 || connecting != nil {
+            // A busy connection is used when no other can be had at once: none empty, one being
+            // made already, or a connect failed lately (backing off). A later call may grow the
+            // pool again once the backoff has passed.
+            let backingOff = state.retryAfter.map { ContinuousClock.now < $0 } ?? false
+            if let idlest, idlest.inFlight == 0 || empty == nil || backingOff || connecting != nil {
                 state.next = (idlest.index + 1) % count
                 return .use(idlest.connection)
             }

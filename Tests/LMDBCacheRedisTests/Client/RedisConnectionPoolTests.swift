@@ -208,5 +208,42 @@ struct RedisConnectionPoolTests {
         #expect(try await blocked.value == [.array([.bulkString(bytes("never")), .bulkString(bytes("x"))])])
         await pool.close()
     }
+
+    @Test("A failed connect stops the pool growing only for its backoff: later, a request held up on the busy connection gets a new one")
+    func growsAgainAfterAFailedConnect() async throws {
+        let server = try await RedisServer()
+        defer { server.stop() }
+        let proxy = try FaultProxy(upstreamPort: server.port)
+        var configuration = server.configuration(poolSize: 2)
+        configuration.endpoints = [RedisEndpoint(host: "127.0.0.1", port: proxy.port)]
+        configuration.connectTimeout = .milliseconds(300)
+        // No wait after a failure: the next call may connect at once.
+        configuration.reconnectBackoff = .init(initial: .zero, maximum: .zero, jitter: 0)
+        let pool = try RedisConnectionPool(configuration: configuration, logger: testLogger)
+        #expect(try await pool.execute([RedisCommand("PING")], timeout: hangBound) == [.simpleString(bytes("PONG"))])
+        let blocked = Task {
+            try await pool.execute([RedisCommand("BLPOP", bytes("never"), bytes("0"))], timeout: hangBound)
+        }
+        let deadline = ContinuousClock.now + hangBound
+        while !(try server.cli(["INFO", "clients"]).contains("blocked_clients:1")) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("hung: BLPOP did not block within \(hangBound)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        // The second connection's handshake gets no answer: the connect fails.
+        proxy.current = .blackHole
+        await #expect(throws: RedisClientError.self) {
+            try await pool.execute([RedisCommand("GET", bytes("k"))], timeout: hangBound)
+        }
+        proxy.current = .none
+        // The backoff over, a new connection answers. Before, one failure kept every later
+        // request on the busy connection, behind the BLPOP, until the pool's last connection died.
+        #expect(try await pool.execute([RedisCommand("GET", bytes("k"))], timeout: hangBound) == [.bulkString(nil)])
+        try server.cli(["LPUSH", "never", "x"])
+        #expect(try await blocked.value == [.array([.bulkString(bytes("never")), .bulkString(bytes("x"))])])
+        await pool.close()
+    }
 }
 #endif

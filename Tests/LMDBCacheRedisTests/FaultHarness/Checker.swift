@@ -1,4 +1,6 @@
 #if Redis
+import LMDBCacheRedis
+
 /// The rules of "What the fault harness checks" (SeveralMachines.md), as a pure function of a
 /// ``FaultHistory``: no I/O, no clock; the same history always gets the same verdict.
 enum FaultChecker {
@@ -149,9 +151,7 @@ enum FaultChecker {
 
     /// R2 and R3: one allowed value per key at the end.
     static func convergence(_ history: FaultHistory, _ bounds: Bounds) -> [Violation] {
-        // A killed machine's counts died with it.
-        let dropped =
-            history.finalStats.contains { ($0["dropped"] ?? 0) > 0 } || history.faults.contains { $0.kind == .killMachine }
+        let droppedCounted = history.finalStats.contains { ($0["dropped"] ?? 0) > 0 }
         var violations: [Violation] = []
         for key in history.tags.keys.sorted() {
             let finals = history.operations.filter { $0.isFinal && $0.key == key }.sorted { $0.start < $1.start }
@@ -170,29 +170,39 @@ enum FaultChecker {
             let final = first.result ?? ""
             let writes = writes(of: key, in: history, finals: false)
             let standing = unsuperseded(writes, bounds)
-            var allowed = Set(
-                standing.compactMap { write -> String? in
-                    switch write.effect {
-                    case .strong(let value), .load(let value): return value
-                    case .removal: return nil
+            var allowed = Set(standing.compactMap { value(of: $0.effect) })
+            var mayEndAbsent = standing.contains { $0.effect == .removal } || writes.isEmpty
+            // A write a fault came near may have been dropped (counted, and the key removed to
+            // make it safe); a killed machine's count died with it.
+            mayEndAbsent =
+                mayEndAbsent
+                || standing.contains { write in
+                    exposed(write.operation, history, bounds)
+                        && (droppedCounted || history.faults.contains { kills(write.operation, $0, bounds) })
+                }
+            // What the loss of a standing write (SeveralMachines.md "Lost data") can bring back.
+            for fault in history.faults {
+                let lost = standing.filter { loses(fault, $0.operation, key: key, history, bounds) }
+                guard !lost.isEmpty else { continue }
+                if fault.kind == .killMachine {
+                    // The killed machine's unsent writes never reached Redis: the key holds what
+                    // the others' writes leave.
+                    let rest = unsuperseded(
+                        writes.filter { write in !(lost.contains { $0.operation == write.operation }) }, bounds)
+                    allowed.formUnion(rest.compactMap { value(of: $0.effect) })
+                    if rest.isEmpty || rest.contains(where: { $0.effect == .removal }) { mayEndAbsent = true }
+                } else {
+                    // Redis lost the key (and its tombstone or fence): it ends absent, or with a
+                    // write that could still be queued somewhere when the data went.
+                    mayEndAbsent = true
+                    for write in writes where write.operation.start <= fault.start + bounds.epsilon
+                        && write.operation.end + bounds.writeRetryLimit + bounds.staleness >= fault.start
+                    {
+                        if let value = value(of: write.effect) { allowed.insert(value) }
                     }
-                })
-            let removed = standing.contains { $0.effect == .removal }
-            let mayBeDropped = dropped && standing.contains { exposed($0.operation, history, bounds) }
-            // Redis lost what it held (killed without persistence, or a primary killed before its
-            // replica had its writes), or the machine that made it was killed before sending it,
-            // after a standing write began: any value written before the loss may come back (an
-            // older write still queued lands where the newer one or its tombstone is gone), or
-            // none.
-            let lost = standing.compactMap { loss(of: $0.operation, history) }.max() ?? -.infinity
-            let mayBeLost = lost > -.infinity
-            if mayBeLost {
-                for write in writes where write.operation.start <= lost {
-                    if case .strong(let value) = write.effect { allowed.insert(value) }
-                    if case .load(let value) = write.effect { allowed.insert(value) }
                 }
             }
-            if removed || writes.isEmpty || mayBeDropped || mayBeLost, let value = first.value { allowed.insert(value) }
+            if mayEndAbsent, let value = first.value { allowed.insert(value) }
             guard !allowed.contains(final) else { continue }
             let standingPuts = standing.filter { if case .strong = $0.effect { true } else { false } }
             let writer = writes.first { $0.operation.value == final }?.operation
@@ -220,22 +230,70 @@ enum FaultChecker {
         return violations
     }
 
-    /// The end of the last fault that may have lost `write` (nil if none): one that lost what
-    /// Redis held, or killed the machine that made it, ending after it began.
-    static func loss(of write: FaultHistory.Operation, _ history: FaultHistory) -> Double? {
-        history.faults.filter { fault in
-            fault.kind.losesData && fault.end >= write.start && (fault.kind != .killMachine || fault.node == write.node)
-        }.map(\.end).max()
+    /// The value `effect` writes, if any.
+    static func value(of effect: Effect) -> String? {
+        switch effect {
+        case .strong(let value), .load(let value): value
+        case .removal: nil
+        }
+    }
+
+    /// Whether `fault` killed the machine that made `write` while it may still have had the write
+    /// unsent: the write began before the kill, and not so long before that it must have been
+    /// sent or dropped (`writeRetryLimit`, and B for the queue ahead of it).
+    static func kills(_ write: FaultHistory.Operation, _ fault: FaultHistory.Fault, _ bounds: Bounds) -> Bool {
+        fault.kind == .killMachine && fault.node == write.node && write.start <= fault.start + bounds.epsilon
+            && write.end + bounds.writeRetryLimit + bounds.staleness >= fault.start
+    }
+
+    /// Whether `fault` may have lost `write` of `key`: Redis lost what it held when the fault
+    /// began (killed without persistence; a cluster's primary killed, when it served the key's
+    /// slot or its tag set's), and the write began before that; or the fault ``kills(_:_:_:)``
+    /// the machine that made it.
+    static func loses(
+        _ fault: FaultHistory.Fault, _ write: FaultHistory.Operation, key: String, _ history: FaultHistory,
+        _ bounds: Bounds
+    ) -> Bool {
+        switch fault.kind {
+        case .killMachine:
+            return kills(write, fault, bounds)
+        case .killServer:
+            return write.start <= fault.start + bounds.epsilon
+        case .killPrimary:
+            guard write.start <= fault.start + bounds.epsilon else { return false }
+            guard let slots = fault.slots else { return true }
+            return Self.slots(of: key, tag: history.tags[key], namespace: history.namespace).contains { slot in
+                slots.contains { $0.contains(slot) }
+            }
+        default:
+            return false
+        }
+    }
+
+    /// The hash slots of `key`'s value key and of its tag's set, in `namespace`.
+    static func slots(of key: String, tag: String?, namespace: String) -> [Int] {
+        var keys = [namespace + ":v:" + key]
+        if let tag { keys.append(namespace + ":t:" + tag) }
+        return keys.map { HashSlot.slot(of: Array($0.utf8)) }
+    }
+
+    /// Whether any fault may have lost `write` of `key`.
+    static func mayBeLost(
+        _ write: FaultHistory.Operation, key: String, _ history: FaultHistory, _ bounds: Bounds
+    ) -> Bool {
+        history.faults.contains { loses($0, write, key: key, history, bounds) }
     }
 
     /// Whether a fault came near enough to `write` for it to be dropped: one active during
     /// [its start − B, its end + `writeRetryLimit` + B] (a write is dropped only after failing for
     /// `writeRetryLimit`, or refused for want of memory; B covers a circuit still open and the
-    /// queue ahead of it).
+    /// queue ahead of it). A machine's kill is not such a fault: see ``kills(_:_:_:)``.
     static func exposed(_ write: FaultHistory.Operation, _ history: FaultHistory, _ bounds: Bounds) -> Bool {
         let from = write.start - bounds.staleness
         let to = write.end + bounds.writeRetryLimit + bounds.staleness
-        return history.faults.contains { $0.start <= to && $0.end >= from }
+        // A machine's kill drops none of the others' writes, and its own queue dies with it (the
+        // loss rule, not a drop).
+        return history.faults.contains { $0.kind != .killMachine && $0.start <= to && $0.end >= from }
     }
 
     /// How much of `history` the rules could judge: reads R4 judged, and keys whose end a lost
@@ -248,7 +306,7 @@ enum FaultChecker {
             let standing = unsuperseded(writes(of: key, in: history, finals: false), bounds)
             if standing.contains(where: { if case .strong = $0.effect { true } else { false } }),
                 !standing.contains(where: {
-                    exposed($0.operation, history, bounds) || loss(of: $0.operation, history) != nil
+                    exposed($0.operation, history, bounds) || mayBeLost($0.operation, key: key, history, bounds)
                 })
             {
                 keys += 1

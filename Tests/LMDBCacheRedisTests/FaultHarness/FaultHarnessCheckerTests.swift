@@ -91,17 +91,42 @@ struct FaultHarnessCheckerTests {
         for kind in [FaultHistory.Fault.Kind.killServer, .killPrimary] {
             let loss = FaultHistory.Fault(kind: kind, start: 5_000, end: 6_000)
             #expect(Self.rules(Self.history(lost, faults: [loss])).isEmpty)
+            // The removal's tombstone went with the rest, and the put could still have been queued.
             #expect(Self.rules(Self.history(undone, faults: [loss])).isEmpty)
             // A loss before the write began excuses nothing.
             let earlier = FaultHistory.Fault(kind: kind, start: -3_000, end: -2_000)
             #expect(Self.rules(Self.history(lost, faults: [earlier])) == [.lostWrite])
+            // Nor does one whose start the write followed: it reached the server started again.
+            let during = [Self.put(0, "k0", "n0.1", 5_500)] + Self.finals(["final-0-k0", "final-0-k0", "final-0-k0"])
+            #expect(Self.rules(Self.history(during, faults: [loss])) == [.lostWrite])
+            // A put long sent (or dropped) when the loss came cannot come back over its removal.
+            let old = [Self.put(0, "k0", "n0.1", -10_000), Self.remove(1, "k0", 10)] + Self.finals(["n0.1", "n0.1", "n0.1"])
+            #expect(Self.rules(Self.history(old, faults: [loss])) == [.resurrection])
         }
+        // A killed primary loses only the keys of its slots (k0's value key and its tag's set).
+        let slots = FaultChecker.slots(of: "k0", tag: "t0", namespace: "fh")
+        var elsewhere = FaultHistory.Fault(kind: .killPrimary, start: 5_000, end: 6_000)
+        elsewhere.slots = (0..<16_384).filter { !slots.contains($0) }.map { $0...$0 }
+        #expect(Self.rules(Self.history(lost, faults: [elsewhere])) == [.lostWrite])
+        var here = elsewhere
+        here.slots = [slots[0]...slots[0]]
+        #expect(Self.rules(Self.history(lost, faults: [here])).isEmpty)
         // A machine's kill excuses its own writes (its queue died with it)…
         let kill = FaultHistory.Fault(kind: .killMachine, node: 0, start: 5_000, end: 6_000)
         #expect(Self.rules(Self.history(lost, faults: [kill])).isEmpty)
-        // …not another machine's: node 1's removal stands, node 0's older put may not return.
+        // …not those it must have sent before…
+        let later = FaultHistory.Fault(kind: .killMachine, node: 0, start: 10_000, end: 11_000)
+        #expect(Self.rules(Self.history(lost, faults: [later])) == [.lostWrite])
+        // …nor another machine's: the kill of node 2 loses none of node 0's puts or node 1's removals.
         let otherKill = FaultHistory.Fault(kind: .killMachine, node: 2, start: 5_000, end: 6_000)
+        #expect(Self.rules(Self.history(lost, faults: [otherKill])) == [.lostWrite])
         #expect(Self.rules(Self.history(undone, faults: [otherKill])) == [.resurrection])
+        // Node 0's put killed unsent leaves node 1's older one, not nothing.
+        let older = [Self.put(1, "k0", "n1.1", 0), Self.put(0, "k0", "n0.2", 100)]
+        for (final, rules) in [("n0.2", []), ("n1.1", []), ("final-0-k0", [FaultChecker.Violation.Rule.lostWrite])] {
+            let history = Self.history(older + Self.finals([final, final, final]), faults: [kill])
+            #expect(Self.rules(history) == rules, "ending with \(final)")
+        }
     }
 
     @Test("R3: a value written before a removal that stands is a removal undone")

@@ -12,6 +12,8 @@ import Testing
 /// One seed, 40 s of workload by default (about 50 s in all on a two-core machine). `LMDBCACHE_FAULT_SEEDS=N` runs N
 /// random seeds, `LMDBCACHE_FAULT_SEED=S` replays seed S, and `LMDBCACHE_FAULT_SECONDS` sets the
 /// workload's length. A failing run prints its seed and the path of its history (JSON lines).
+/// `LMDBCACHE_FAULT_KINDS=killPrimary,killMachine` draws only those kinds (a run with none of its
+/// own kinds among them is skipped).
 /// `LMDBCACHE_FAULT_NODE_OPTIONS` adds node options (space-separated `name=value`, overriding the
 /// harness's: e.g. `missed=memory` to see the stale disk reads `.dropMemoryTier` allows).
 @Suite("Fault harness", .serialized)
@@ -37,6 +39,13 @@ struct FaultHarnessTests {
     static let extraOptions: [String] = {
         let text = ProcessInfo.processInfo.environment["LMDBCACHE_FAULT_NODE_OPTIONS"] ?? ""
         return text.split(separator: " ").map(String.init).filter { $0.contains("=") && !$0.contains("\n") }
+    }()
+
+    /// The fault kinds from the environment (`LMDBCACHE_FAULT_KINDS`, comma-separated, e.g.
+    /// `killPrimary,killMachine`), or nil: every kind of the run.
+    static let onlyKinds: Set<FaultHistory.Fault.Kind>? = {
+        guard let text = ProcessInfo.processInfo.environment["LMDBCACHE_FAULT_KINDS"] else { return nil }
+        return Set(text.split(separator: ",").compactMap { FaultHistory.Fault.Kind(rawValue: String($0)) })
     }()
 
     /// How long the machines may take to settle once the faults heal before it is a hang.
@@ -103,8 +112,14 @@ struct FaultHarnessTests {
             guard try await machine.node.waitFor("n\(machine.index) subscribed", { $0["subscribed"] == 1 }) else { return }
         }
 
+        // Only the kinds asked for, among the run's own (to soak a rare one).
+        let asked = Self.onlyKinds.map { only in kinds.filter(only.contains) } ?? kinds
+        guard !asked.isEmpty else {
+            print("fault harness: none of LMDBCACHE_FAULT_KINDS is a fault of this run; skipped")
+            return
+        }
         let schedule = FaultSchedule(
-            seed: seed, seconds: Self.seconds, nodes: Self.nodes, staleness: bounds.staleness, kinds: kinds,
+            seed: seed, seconds: Self.seconds, nodes: Self.nodes, staleness: bounds.staleness, kinds: asked,
             whole: whole)
         let recorder = HistoryRecorder()
         let offsetAtStart = Self.wallMilliseconds() - recorder.now

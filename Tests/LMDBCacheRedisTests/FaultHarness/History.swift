@@ -95,12 +95,16 @@ struct FaultHistory: Codable, Sendable, Equatable {
         var node: Int?
         /// A parameter (a delay, a rate), for reading.
         var detail: String = ""
+        /// The hash slots the killed primary served (``Kind/killPrimary``; nil: unknown, any).
+        var slots: [ClosedRange<Int>]?
         var start: Double
         var end: Double
     }
 
     var seed: UInt64
     var nodes: Int
+    /// The machines' namespace in Redis (where a key's hash slot comes from).
+    var namespace = "fh"
     /// Each key's one tag.
     var tags: [String: String]
     var operations: [Operation] = []

@@ -142,7 +142,9 @@ struct Nemesis: Sendable {
             // would now reach into a calm window is left out, so the windows stay calm.
             let overhead: Double =
                 switch fault.kind {
-                case .killPrimary: 8_000
+                // About 2 s until a replica takes over, 1–3 s to rejoin: a fault that overran
+                // would only leave the window's reads unjudged.
+                case .killPrimary: 5_000
                 case .failover, .restartLoading, .killMachine: 3_000
                 default: 300
                 }
@@ -150,7 +152,7 @@ struct Nemesis: Sendable {
                 skipped += 1
                 continue
             }
-            let ports = try await apply(fault)
+            let (ports, slots) = try await apply(fault)
             if fault.duration > 0 {
                 do {
                     try await Task.sleep(for: .milliseconds(Int(fault.duration)))
@@ -167,7 +169,8 @@ struct Nemesis: Sendable {
             default: detail = ""
             }
             recorder.record(
-                FaultHistory.Fault(kind: fault.kind, node: fault.node, detail: detail, start: start, end: recorder.now))
+                FaultHistory.Fault(
+                    kind: fault.kind, node: fault.node, detail: detail, slots: slots, start: start, end: recorder.now))
         }
         if skipped > 0 { print("fault harness: \(skipped) planned fault(s) left out, too late to end before a calm window") }
     }
@@ -180,21 +183,23 @@ struct Nemesis: Sendable {
         fault.node.flatMap { machines.indices.contains($0) ? machines[$0] : nil }
     }
 
-    /// Applies `fault`; in a cluster, returns the ports it acted on (for its heal).
-    private func apply(_ fault: FaultSchedule.Planned) async throws -> [Int] {
+    /// Applies `fault`; in a cluster, returns the ports it acted on (for its heal) and, for a
+    /// killed primary, the slots it served.
+    private func apply(_ fault: FaultSchedule.Planned) async throws -> (ports: [Int], slots: [ClosedRange<Int>]?) {
         switch fault.kind {
         case .stopMachine:
             machine(fault)?.node.pause()
-            return []
+            return ([], nil)
         case .killMachine:
-            guard let machine = machine(fault) else { return [] }
+            guard let machine = machine(fault) else { return ([], nil) }
             machine.isDown.store(true, ordering: .releasing)
-            machine.node.killProcess()
-            return []
+            machine.kills.add(1, ordering: .releasing)
+            try await Self.offPool { machine.node.killProcess() }
+            return ([], nil)
         default: break
         }
         if let cluster { return try await apply(fault, on: cluster) }
-        guard let server else { return [] }
+        guard let server else { return ([], nil) }
         switch fault.kind {
         case .blackHole: proxy(fault)?.current = .blackHole
         case .delayReplies: proxy(fault)?.current = .delayReplies(by: .milliseconds(fault.parameter))
@@ -209,10 +214,10 @@ struct Nemesis: Sendable {
         case .restartLoading:
             try await FleetNode.offPool { Result { try server.shutDownSaving() } }.get()
             try await server.startLoading()
-        case .killServer: server.kill()
+        case .killServer: try await Self.offPool { server.kill() }
         case .failover, .killPrimary, .stopMachine, .killMachine: break
         }
-        return []
+        return ([], nil)
     }
 
     private func heal(_ fault: FaultSchedule.Planned, _ ports: [Int]) async throws {
@@ -244,7 +249,9 @@ struct Nemesis: Sendable {
     /// A cluster fault: on the primary the fault's node numbers (in port order), or for
     /// `outOfMemory` on every primary; returns the ports (a failover's: its primary, then the
     /// replica that took over).
-    private func apply(_ fault: FaultSchedule.Planned, on cluster: RedisCluster) async throws -> [Int] {
+    private func apply(
+        _ fault: FaultSchedule.Planned, on cluster: RedisCluster
+    ) async throws -> (ports: [Int], slots: [ClosedRange<Int>]?) {
         // As one node sees the map, each confirmed by its own ROLE (a node's view may lag a failover).
         let primaries = try await Self.offPool {
             try cluster.masterPorts().filter { try cluster.command($0, "ROLE").hasPrefix("master") }
@@ -257,19 +264,27 @@ struct Nemesis: Sendable {
                 throw RedisCluster.Failure(description: "\(primary) has no replica")
             }
             try await cluster.failover(to: replica)
-            return [primary, replica]
+            return ([primary, replica], nil)
         case .killPrimary:
-            // Replication is asynchronous: the replica that takes over may lack the last writes.
+            // A replica that can take over (its link up: one that rejoined lately may still be
+            // syncing), and the slots whose data may go. Replication is asynchronous: the replica
+            // that takes over may lack the last writes.
+            guard let replica = try await Self.offPool({ try cluster.replica(of: primary) }) else {
+                throw RedisCluster.Failure(description: "\(primary) has no replica")
+            }
+            try await cluster.waitForLink(of: replica)
+            let slots = try await Self.offPool { try cluster.roles(askingPort: primary)[primary] ?? [] }
+                .compactMap(Self.slotRange)
             try await Self.offPool { try cluster.killProcess(primary) }
             try await cluster.waitForFailover(of: primary)
-            return [primary]
+            return ([primary], slots)
         case .pauseWrites:
             let milliseconds = "\(Int(fault.duration) + 5_000)"
             try await Self.offPool { try cluster.command(primary, "CLIENT", "PAUSE", milliseconds, "WRITE") }
-            return [primary]
+            return ([primary], nil)
         case .outOfMemory:
             for port in primaries { try await Self.offPool { try cluster.command(port, "CONFIG", "SET", "maxmemory", "1") } }
-            return primaries
+            return (primaries, nil)
         default:
             throw RedisCluster.Failure(description: "\(fault.kind) is not a cluster fault")
         }
@@ -289,6 +304,19 @@ struct Nemesis: Sendable {
             for port in ports { try await Self.offPool { try cluster.command(port, "CONFIG", "SET", "maxmemory", "0") } }
         default:
             break
+        }
+    }
+
+    /// A slot range of `CLUSTER NODES` (`0-5460`, or one slot), or nil for anything else (a slot
+    /// being migrated).
+    static func slotRange(_ text: String) -> ClosedRange<Int>? {
+        let bounds = text.split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
+        switch bounds.count {
+        case 1: return bounds[0].map { $0...$0 }
+        case 2:
+            guard let low = bounds[0], let high = bounds[1], low <= high else { return nil }
+            return low...high
+        default: return nil
         }
     }
 

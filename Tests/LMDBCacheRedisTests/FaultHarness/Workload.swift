@@ -45,6 +45,9 @@ struct FaultWorkload: Sendable {
         /// Whether the nemesis has killed the machine's process and not yet started it again
         /// (``FaultHistory/Fault/Kind/killMachine``); set before the kill, cleared after the start.
         let isDown = Atomic<Bool>(false)
+        /// How many times the nemesis has killed the process (a call that fails after this moved
+        /// was cut short by a kill, even if the machine runs again by the time it is looked at).
+        let kills = Atomic<Int>(0)
 
         init(index: Int, node: FleetNode) {
             self.index = index
@@ -62,6 +65,10 @@ struct FaultWorkload: Sendable {
         var calmWindow = -1.0
         var owed: [String] = []
         while recorder.now < schedule.length {
+            // A machine the nemesis killed makes no call until it runs again (its bound: the
+            // fault's); waited for before the phase is read, so that a write chosen for a normal
+            // moment is not sent in a calm window.
+            while machine.isDown.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(10)) }
             let now = recorder.now
             let phase = schedule.phase(at: now)
             let key = Self.keys.randomElement(using: &random) ?? "k0"
@@ -103,8 +110,6 @@ struct FaultWorkload: Sendable {
                 default: command = .removeAll
                 }
             }
-            // A machine the nemesis killed makes no call until it runs again (its bound: the fault's).
-            while machine.isDown.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(10)) }
             recorder.record(try await perform(command, on: machine))
             // Pacing (a few operations a second per key), not synchronisation.
             try await Task.sleep(for: .milliseconds(Int.random(in: 2...20, using: &random)))
@@ -147,11 +152,12 @@ struct FaultWorkload: Sendable {
             operation.kind = .removeAll
             line = "rmall"
         }
+        let kills = machine.kills.load(ordering: .acquiring)
         operation.start = recorder.now
         let answer: String
         do {
             answer = try await machine.node.ask(line)
-        } catch where machine.isDown.load(ordering: .acquiring) {
+        } catch where machine.isDown.load(ordering: .acquiring) || machine.kills.load(ordering: .acquiring) != kills {
             // Killed under way: it may or may not have written.
             operation.end = recorder.now
             operation.error = "killed: \(error)"

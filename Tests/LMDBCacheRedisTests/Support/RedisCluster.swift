@@ -200,10 +200,7 @@ final class RedisCluster: Sendable {
     /// failover the old primary takes a moment to become one), and asks again should a manual
     /// failover time out (Redis gives up after 5 s without saying so).
     func failover(to replica: Int) async throws {
-        try await waitUntil("\(replica) is a replica with its link up") {
-            let replication = try command(replica, "INFO", "replication")
-            return replication.contains("role:slave") && replication.contains("master_link_status:up")
-        }
+        try await waitForLink(of: replica)
         var asked = ContinuousClock.now
         try command(replica, "CLUSTER", "FAILOVER")
         try await waitUntil("\(replica) took over by a manual failover") {
@@ -215,6 +212,14 @@ final class RedisCluster: Sendable {
                 return false
             }
             return try runningPorts().allSatisfy { try command($0, "CLUSTER", "INFO").contains("cluster_state:ok") }
+        }
+    }
+
+    /// Returns once `replica` is a replica with its link to its primary up.
+    func waitForLink(of replica: Int) async throws {
+        try await waitUntil("\(replica) is a replica with its link up") {
+            let replication = try command(replica, "INFO", "replication")
+            return replication.contains("role:slave") && replication.contains("master_link_status:up")
         }
     }
 
