@@ -10,6 +10,8 @@ public final class HelperProcess: @unchecked Sendable {
     /// Bytes read from its stdout that do not yet form a whole line; guarded by `lock`.
     private var buffer: [UInt8] = []
     private let lock = NSLock()
+    /// Held from a request's line to its answer.
+    private let requestLock = NSLock()
 
     /// An executable of this package, built beside the test bundle by `swift build` / `swift test`.
     public static func executable(_ name: String) -> URL {
@@ -75,8 +77,11 @@ public final class HelperProcess: @unchecked Sendable {
     }
 
     /// Sends `line` and returns the line it answers with; nil when it cannot be sent or the
-    /// process's output ended.
+    /// process's output ended. Requests from several threads take turns (each answer goes to
+    /// its own request).
     public func request(_ line: String) -> String? {
+        requestLock.lock()
+        defer { requestLock.unlock() }
         guard send(line) else { return nil }
         return readLine()
     }

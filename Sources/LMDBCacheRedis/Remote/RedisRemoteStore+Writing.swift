@@ -1,9 +1,10 @@
 #if Redis
 import LMDBCache
 import RESP
+import Synchronization
 
 /// A write the writer has not landed yet.
-struct PendingWrite {
+struct PendingWrite: Sendable {
     /// What is sent: the cache's write, or the tombstone that replaced it.
     var write: RedisWrite
     /// The write as the cache queued it (what the queue is told is finished).
@@ -43,15 +44,28 @@ enum WriteOutcome {
 
 extension RedisRemoteStore {
     /// Sends the queue's writes until it is closed and empty. New writes go in pipelines (bounded
-    /// by count and bytes; a tag removal or removal of everything on its own); a write that fails
-    /// is retried on its own with backoff, beside the new ones, so one write Redis cannot take
-    /// holds up no other. While the circuit is open, new writes wait in the queue.
+    /// by count and bytes); a write that fails is retried on its own with backoff, beside the new
+    /// ones, so one write Redis cannot take holds up no other. A tag removal or removal of
+    /// everything runs on its own, one at a time, beside the other writes: in a cluster it fences
+    /// every hash slot first (seconds), and the writes queued behind it must not wait that long
+    /// (past ``RedisConfiguration/writeRetryLimit`` they would be dropped). That is safe because
+    /// every write is versioned: the removal's fence refuses an older write that arrives after it,
+    /// and its tombstones leave a newer write alone, whichever lands first. While the circuit is
+    /// open, new writes wait in the queue.
     func writeLoop() async {
         let clock = ContinuousClock()
         var pending: [PendingWrite] = []
+        // The broad removal under way, and those due while it runs (in order).
+        var broad: BroadRemoval?
+        var broadWaiting: [PendingWrite] = []
         while true {
+            if let running = broad, running.isDone {
+                pending += running.left
+                broad = nil
+            }
+            if broad == nil, !broadWaiting.isEmpty { broad = startBroadRemoval(broadWaiting.removeFirst()) }
             var fresh: [RedisWrite]
-            if pending.isEmpty {
+            if pending.isEmpty && broad == nil {
                 guard let batch = await queue.next(upTo: Self.pipelineLimit) else { return }
                 fresh = batch
             } else {
@@ -63,9 +77,11 @@ extension RedisRemoteStore {
                     continue
                 }
                 fresh = queue.take(upTo: Self.pipelineLimit)
-                if fresh.isEmpty, let soonest = pending.lazy.map(\.retryAt).min(), soonest > now {
-                    // A short nap at most: writes queued meanwhile are not held up for long.
-                    try? await clock.sleep(until: min(soonest, now + .milliseconds(20)))
+                let soonest = pending.lazy.map(\.retryAt).min()
+                if fresh.isEmpty, soonest.map({ $0 > now }) ?? true {
+                    // A short nap at most: writes queued meanwhile, and the end of a broad
+                    // removal, are not waited for long.
+                    try? await clock.sleep(until: min(soonest ?? now + .milliseconds(20), now + .milliseconds(20)))
                     continue
                 }
             }
@@ -73,7 +89,12 @@ extension RedisRemoteStore {
             let due = pending.filter { $0.retryAt <= now }
             pending.removeAll { $0.retryAt <= now }
             for item in due {
-                if let item = admitted(item) { await attempt([item], into: &pending) }
+                guard let item = admitted(item) else { continue }
+                if item.write.needsLookup {
+                    if broad == nil { broad = startBroadRemoval(item) } else { broadWaiting.append(item) }
+                } else {
+                    await attempt([item], into: &pending)
+                }
             }
             var segment: [PendingWrite] = []
             var segmentBytes = 0
@@ -82,18 +103,47 @@ extension RedisRemoteStore {
                 if item.write.needsLookup || segment.count == Self.pipelineLimit
                     || (!segment.isEmpty && segmentBytes + item.write.size > Self.pipelineBytes)
                 {
+                    // The writes queued before a broad removal are sent before it starts.
                     if !segment.isEmpty { await attempt(segment, into: &pending) }
                     segment = []
                     segmentBytes = 0
                 }
                 if item.write.needsLookup {
-                    await attempt([item], into: &pending)
+                    if broad == nil { broad = startBroadRemoval(item) } else { broadWaiting.append(item) }
                 } else {
                     segment.append(item)
                     segmentBytes += item.write.size
                 }
             }
             if !segment.isEmpty { await attempt(segment, into: &pending) }
+        }
+    }
+
+    /// A tag removal or removal of everything sent in a task of its own; what it leaves to retry
+    /// goes back to the write loop when it ends.
+    final class BroadRemoval: Sendable {
+        private let finished = Atomic<Bool>(false)
+        private let leftToRetry = Mutex<[PendingWrite]>([])
+
+        /// Whether it has ended.
+        var isDone: Bool { finished.load(ordering: .acquiring) }
+        /// What it left to retry, once ``isDone``.
+        var left: [PendingWrite] { leftToRetry.withLock { $0 } }
+
+        init(_ body: @escaping @Sendable () async -> [PendingWrite]) {
+            Task { [self] in
+                let left = await body()
+                leftToRetry.withLock { $0 = left }
+                finished.store(true, ordering: .releasing)
+            }
+        }
+    }
+
+    private func startBroadRemoval(_ item: PendingWrite) -> BroadRemoval {
+        BroadRemoval { [self] in
+            var left: [PendingWrite] = []
+            await attempt([item], into: &left)
+            return left
         }
     }
 

@@ -367,21 +367,24 @@ enum FaultChecker {
 
     // MARK: R5
 
-    /// The spells of `maxmemory 1` R5 can judge: those no machine's kill followed (its count of
-    /// refusals died with it), in a history where nothing but a full Redis refused writes (a
-    /// restart's `-LOADING` refusals count alike, so a count would not show which spell left it).
+    /// The spells of `maxmemory 1` R5 can judge: those whose refusals the nemesis sampled
+    /// around them (``FaultHistory/Fault/refusedCounted``); in a history without samples, those
+    /// no machine's kill followed (its count died with it) in a run where nothing but a full
+    /// Redis refused writes (a restart's `-LOADING` refusals count alike).
     static func judgedSpells(_ history: FaultHistory) -> [FaultHistory.Fault] {
+        let spells = history.faults.filter { $0.kind == .outOfMemory }
+        if spells.contains(where: { $0.refusedCounted != nil }) { return spells.filter { $0.refusedCounted != nil } }
         guard !history.faults.contains(where: { $0.kind == .restartLoading }) else { return [] }
         let lastKill = history.faults.filter { $0.kind == .killMachine }.map(\.end).max() ?? -.infinity
-        return history.faults.filter { $0.kind == .outOfMemory && $0.start > lastKill }
+        return spells.filter { $0.start > lastKill }
     }
 
-    /// R5: a spell of `maxmemory 1` that a put ran into, long enough to be sent, left a count.
+    /// R5: a spell of `maxmemory 1` that a put ran into, long enough to be sent, left a count:
+    /// of its own where the nemesis sampled one, else in the machines' final counts.
     static func refusals(_ history: FaultHistory, _ bounds: Bounds) -> [Violation] {
         let refused = history.finalStats.reduce(0) { $0 + ($1["refused"] ?? 0) }
-        guard refused == 0 else { return [] }
         var violations: [Violation] = []
-        for fault in judgedSpells(history) {
+        for fault in judgedSpells(history) where (fault.refusedCounted ?? refused) == 0 {
             let puts = history.operations.filter {
                 $0.kind == .put && $0.start >= fault.start && $0.start <= fault.end - bounds.refusalLead
             }

@@ -153,6 +153,12 @@ struct FaultHarnessCheckerTests {
         let operations = [Self.put(0, "k0", "n0.1", 100)] + Self.finals(["n0.1", "n0.1", "n0.1"])
         #expect(Self.rules(Self.history(operations, faults: [fault])) == [.refusals])
         #expect(Self.rules(Self.history(operations, faults: [fault], refused: 1)).isEmpty)
+        // Sampled around the spell: its own count decides, whatever other faults refused.
+        var sampled = fault
+        sampled.refusedCounted = 0
+        #expect(Self.rules(Self.history(operations, faults: [sampled], refused: 5)) == [.refusals])
+        sampled.refusedCounted = 1
+        #expect(Self.rules(Self.history(operations, faults: [sampled])).isEmpty)
     }
 
     @Test("A history's JSON lines: a header, then each fault and operation, each line one JSON object")

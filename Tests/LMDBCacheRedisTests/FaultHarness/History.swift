@@ -97,6 +97,9 @@ struct FaultHistory: Codable, Sendable, Equatable {
         var detail: String = ""
         /// The hash slots the killed primary served (``Kind/killPrimary``; nil: unknown, any).
         var slots: [ClosedRange<Int>]?
+        /// The refused writes the machines counted from just before the fault to just before
+        /// the next one began (``Kind/outOfMemory``; nil: not sampled).
+        var refusedCounted: Int?
         var start: Double
         var end: Double
     }

@@ -133,6 +133,10 @@ struct Nemesis: Sendable {
     /// Runs the schedule to its end (every fault healed when it returns, even on an error).
     func run(_ schedule: FaultSchedule) async throws {
         var skipped = 0
+        // A spell of `maxmemory 1` waiting for its count of refusals: taken just before the next
+        // fault (or at the end), so that no other fault's refusals (a restart's `-LOADING`, a
+        // failover's `-READONLY`) are in it.
+        var spell: (fault: FaultHistory.Fault, before: Int?)?
         for fault in schedule.faults {
             // Waiting for the moment the schedule names: timing, not synchronisation.
             let wait = fault.start - recorder.now
@@ -152,6 +156,9 @@ struct Nemesis: Sendable {
                 skipped += 1
                 continue
             }
+            if let open = spell { await record(open.fault, refusedSince: open.before) }
+            spell = nil
+            let before = fault.kind == .outOfMemory ? await refusedCount() : nil
             let (ports, slots) = try await apply(fault)
             if fault.duration > 0 {
                 do {
@@ -168,11 +175,29 @@ struct Nemesis: Sendable {
             case .bandwidth: detail = "\(fault.parameter) B/s"
             default: detail = ""
             }
-            recorder.record(
-                FaultHistory.Fault(
-                    kind: fault.kind, node: fault.node, detail: detail, slots: slots, start: start, end: recorder.now))
+            let recorded = FaultHistory.Fault(
+                kind: fault.kind, node: fault.node, detail: detail, slots: slots, start: start, end: recorder.now)
+            if fault.kind == .outOfMemory { spell = (recorded, before) } else { recorder.record(recorded) }
         }
+        if let open = spell { await record(open.fault, refusedSince: open.before) }
         if skipped > 0 { print("fault harness: \(skipped) planned fault(s) left out, too late to end before a calm window") }
+    }
+
+    /// The refused writes every machine has counted (nil when one did not say).
+    private func refusedCount() async -> Int? {
+        var total = 0
+        for machine in machines {
+            guard let refused = try? await machine.node.stats()["refused"] else { return nil }
+            total += refused
+        }
+        return total
+    }
+
+    /// Records `fault` with the refusals counted since `before` (for R5).
+    private func record(_ fault: FaultHistory.Fault, refusedSince before: Int?) async {
+        var fault = fault
+        if let before, let after = await refusedCount() { fault.refusedCounted = after - before }
+        recorder.record(fault)
     }
 
     private func proxy(_ fault: FaultSchedule.Planned) -> FaultProxy? {
