@@ -4,7 +4,7 @@ import LMDBCache
 // The fleet suite's fault section, on the node's side: a Zipf mix of get-or-loads for a stretch
 // of time while the parent holds Redis in a fault, and after it heals; LMDBCache's cache beside
 // Redis as the only cache on a connection of its own that, as a driver does, gives up after the
-// cache's command timeout and connects again after a failure.
+// cache's command timeout and connects again after a failure (not after an error reply).
 
 extension FleetNodeCommands {
     /// Redis only's reply timeout: the cache's default command timeout.
@@ -35,8 +35,8 @@ extension FleetNodeCommands {
 
     /// Redis only's side of ``faultZipf(_:keys:milliseconds:seed:)``: GET, on a miss the loader
     /// then SET; a failure (no answer within ``faultTimeoutMilliseconds``, an error reply, a
-    /// refused or closed connection) closes the connection and the call answers the loader's
-    /// value, as a driver that falls back to the backend would.
+    /// refused or closed connection) answers the loader's value, as a driver that falls back to
+    /// the backend would, and all but an error reply close the connection.
     func onlyFaultZipf(_ prefix: Substring, keys: Int, milliseconds: Int, seed: UInt64) throws -> String {
         var latencies: [UInt64] = []
         var hits = 0
@@ -52,7 +52,9 @@ extension FleetNodeCommands {
                 } catch let failure as FleetFailure {
                     throw failure
                 } catch {
-                    faultConnection = nil
+                    // A timeout or a lost connection leaves the connection out of step: a driver
+                    // connects again. An error reply (`-OOM`) does not.
+                    if (error as? RedisFailure)?.isErrorReply != true { faultConnection = nil }
                     errors += 1
                     _ = FleetValue.make(index: index, version: 0)
                 }

@@ -389,7 +389,7 @@ struct FleetSuite: Suite {
                         + "a warm-up of both systems, then the fault held while LMDBCache, then Redis only, call; healed, "
                         + "the same again at once; the node settles (no write pending, circuit closed, subscribed) "
                         + "before the next. Redis only's connection gives up after 250 ms (the cache's command "
-                        + "timeout), connects again after any failure, and answers the loader's value for a failed call"
+                        + "timeout), connects again after a failure other than an error reply, and answers the loader's value for a failed call"
                 ),
                 // Four processes share the machine's cores: anything else running shows here.
                 ("load average", load),

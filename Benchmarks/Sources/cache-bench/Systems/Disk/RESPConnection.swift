@@ -24,11 +24,10 @@ final class RESPConnection {
                 connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
-        guard connected else {
-            let failure = POSIXFailure("connect 127.0.0.1:\(port)")
-            _ = Glibc.close(descriptor)
-            throw failure
-        }
+        // On a throw from here on, every property is set, so deinit runs and closes the socket:
+        // closing it here too would close whatever descriptor took its number meanwhile (an
+        // event loop's new socket: a crash the fleet suite's "killed" fault once showed).
+        guard connected else { throw POSIXFailure("connect 127.0.0.1:\(port)") }
         var on: Int32 = 1
         setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
     }
@@ -71,14 +70,11 @@ final class RESPConnection {
         let connected = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, length) == 0 }
         }
-        guard connected else {
-            let failure = POSIXFailure("connect \(path)")
-            _ = Glibc.close(descriptor)
-            throw failure
-        }
+        // deinit closes the socket (as in ``init(port:)``).
+        guard connected else { throw POSIXFailure("connect \(path)") }
     }
 
-    deinit { _ = Glibc.close(descriptor) }
+    deinit { if descriptor >= 0 { _ = Glibc.close(descriptor) } }
 
     // MARK: Commands
 
@@ -131,7 +127,7 @@ final class RESPConnection {
         let text = String(decoding: line.dropFirst(), as: UTF8.self)
         switch kind {
         case UInt8(ascii: "+"), UInt8(ascii: ":"): return text
-        case UInt8(ascii: "-"): throw RedisFailure(description: text)
+        case UInt8(ascii: "-"): throw RedisFailure(description: text, isErrorReply: true)
         default: throw RedisFailure(description: "unexpected reply \(String(decoding: line, as: UTF8.self))")
         }
     }
@@ -142,7 +138,7 @@ final class RESPConnection {
         guard line.first == UInt8(ascii: "$"), let length = Int(String(decoding: line.dropFirst(), as: UTF8.self))
         else {
             if line.first == UInt8(ascii: "-") {
-                throw RedisFailure(description: String(decoding: line.dropFirst(), as: UTF8.self))
+                throw RedisFailure(description: String(decoding: line.dropFirst(), as: UTF8.self), isErrorReply: true)
             }
             throw RedisFailure(description: "unexpected reply \(String(decoding: line, as: UTF8.self))")
         }

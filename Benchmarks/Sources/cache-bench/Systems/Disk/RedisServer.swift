@@ -145,4 +145,6 @@ final class RedisServer: @unchecked Sendable {
 /// A Redis error reply or protocol failure.
 struct RedisFailure: Error, CustomStringConvertible {
     let description: String
+    /// Whether Redis answered with an error reply (`-OOM …`): the connection is still in step.
+    var isErrorReply = false
 }
