@@ -178,7 +178,12 @@ enum FaultChecker {
                 mayEndAbsent
                 || standing.contains { write in
                     exposed(write.operation, history, bounds)
-                        && (droppedCounted || history.faults.contains { kills(write.operation, $0, bounds) })
+                        && (droppedCounted
+                            || history.faults.contains {
+                                // Its count died with it, however long after the drop it was killed.
+                                $0.kind == .killMachine && $0.node == write.operation.node
+                                    && write.operation.start <= $0.start + bounds.epsilon
+                            })
                 }
             // What the loss of a standing write (SeveralMachines.md "Lost data") can bring back.
             for fault in history.faults {

@@ -121,6 +121,12 @@ struct FaultHarnessCheckerTests {
         let otherKill = FaultHistory.Fault(kind: .killMachine, node: 2, start: 5_000, end: 6_000)
         #expect(Self.rules(Self.history(lost, faults: [otherKill])) == [.lostWrite])
         #expect(Self.rules(Self.history(undone, faults: [otherKill])) == [.resurrection])
+        // A put its machine dropped under a fault (counted there) and the machine killed long
+        // after: its count died with it, so the key may end absent.
+        let blackHole = FaultHistory.Fault(kind: .blackHole, node: 0, start: 0, end: 2_000)
+        let muchLater = FaultHistory.Fault(kind: .killMachine, node: 0, start: 20_000, end: 21_000)
+        #expect(Self.rules(Self.history(lost, faults: [blackHole, muchLater])).isEmpty)
+        #expect(Self.rules(Self.history(lost, faults: [blackHole])) == [.lostWrite])
         // Node 0's put killed unsent leaves node 1's older one, not nothing.
         let older = [Self.put(1, "k0", "n1.1", 0), Self.put(0, "k0", "n0.2", 100)]
         for (final, rules) in [("n0.2", []), ("n1.1", []), ("final-0-k0", [FaultChecker.Violation.Rule.lostWrite])] {

@@ -159,6 +159,9 @@ struct Nemesis: Sendable {
             if let open = spell { await record(open.fault, refusedSince: open.before) }
             spell = nil
             let before = fault.kind == .outOfMemory ? await refusedCount() : nil
+            // The fault's start, after the samples (each waits for its machine's request under way):
+            // a write begun before this moment ran before the fault.
+            let applied = recorder.now
             let (ports, slots) = try await apply(fault)
             if fault.duration > 0 {
                 do {
@@ -176,7 +179,7 @@ struct Nemesis: Sendable {
             default: detail = ""
             }
             let recorded = FaultHistory.Fault(
-                kind: fault.kind, node: fault.node, detail: detail, slots: slots, start: start, end: recorder.now)
+                kind: fault.kind, node: fault.node, detail: detail, slots: slots, start: applied, end: recorder.now)
             if fault.kind == .outOfMemory { spell = (recorded, before) } else { recorder.record(recorded) }
         }
         if let open = spell { await record(open.fault, refusedSince: open.before) }
