@@ -49,6 +49,11 @@ struct DiskCacheModelTests {
         let age = configuration.ageLimit.map(ReferenceModel.milliseconds)
         let lossy = test.variant == 2
         var model = ReferenceModel()
+        // A read records a use only when the one on record is at least an eighth of the store's
+        // access span (every use lies after the clock's start) and of the age limit old
+        // (DiskTier.md): a trim to an age may take an entry read less than that ago.
+        let start = clock.milliseconds
+        model.accessLag = { now in min(now > start ? now - start : 0, age ?? .max) / 8 }
         var check = ModelCheck()
         var steps = 0
         defer { ModelRun.count("DiskCache", steps: steps) }

@@ -10,8 +10,16 @@ struct ReferenceModel {
         /// Milliseconds since 1970; 0 for never.
         var expires: UInt64
         var accessed: UInt64
+        /// The earliest use the tier can have on record: `accessed`, unless ``accessLag`` lets
+        /// the tier's record trail it.
+        var recorded: UInt64
         var certain: Bool
     }
+
+    /// For a tier that records a use only when the one on record is old enough (the disk tier:
+    /// `RecentAccesses`), the most its record may trail a read at a given time; nil for a tier
+    /// that records every use.
+    var accessLag: ((_ now: UInt64) -> UInt64)?
 
     /// What the tier must answer for a key.
     enum Expectation: Equatable, CustomStringConvertible {
@@ -72,7 +80,7 @@ struct ReferenceModel {
     mutating func insert(_ key: String, _ value: [UInt8], cost: Int, expiresAfter: Duration?, now: UInt64) {
         entries[key] = Entry(
             value: value, cost: cost, expires: expiresAfter.map { Self.deadline(now, $0) } ?? 0, accessed: now,
-            certain: true)
+            recorded: now, certain: true)
     }
 
     /// The answer for `key` at `now`, when entries idle for `age` are not returned.
@@ -86,8 +94,11 @@ struct ReferenceModel {
     /// could have been evicted means the tier no longer holds it. (An expired entry stays: a tier
     /// may keep it, unreturned, until it trims.)
     mutating func read(_ key: String, found actual: [UInt8]?, expected: Expectation, now: UInt64) {
-        if actual != nil {
+        if actual != nil, let entry = entries[key] {
             entries[key]?.accessed = now
+            // A tier that did not record this use has one on record less than the lag old.
+            let lag = accessLag?(now) ?? 0
+            entries[key]?.recorded = max(entry.recorded, now > lag ? now - lag : 0)
         } else if case .presentOrLost = expected {
             entries[key] = nil
         }
@@ -110,9 +121,15 @@ struct ReferenceModel {
         entries = entries.filter { !Self.isExpired($0.value, at: now) }
     }
 
-    /// Entries idle for `age` or longer go (a trim to an age: the same rule as the age limit).
+    /// Entries idle for `age` or longer go (a trim to an age: the same rule as the age limit);
+    /// an entry idle that long only by the use the tier may have on record may go.
     mutating func removeIdle(age: UInt64, now: UInt64) {
         entries = entries.filter { !Self.isIdle($0.value, age: age, at: now) }
+        for (key, entry) in entries {
+            var recorded = entry
+            recorded.accessed = entry.recorded
+            if Self.isIdle(recorded, age: age, at: now) { entries[key]?.certain = false }
+        }
     }
 
     /// A limit may have evicted any entry.
