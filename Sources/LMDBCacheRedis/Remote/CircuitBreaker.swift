@@ -103,6 +103,15 @@ final class CircuitBreaker: Sendable {
         }
     }
 
+    /// Whether ``admit()`` would refuse now: open, within its open period or with its probe
+    /// under way (a probe can take a command timeout, or a cluster's broad removal seconds).
+    var refusesCalls: Bool {
+        state.withLockedValue { state in
+            guard let until = state.openUntil else { return false }
+            return state.probing || ContinuousClock.now < until
+        }
+    }
+
     /// Times the circuit opened (a failed probe keeps it open and is not counted again).
     var openings: Int { state.withLockedValue { $0.openings } }
     /// Whether it is open now.

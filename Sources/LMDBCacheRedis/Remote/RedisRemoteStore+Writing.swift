@@ -1,7 +1,6 @@
 #if Redis
 import LMDBCache
 import RESP
-import Synchronization
 
 /// A write the writer has not landed yet.
 struct PendingWrite: Sendable {
@@ -50,30 +49,26 @@ extension RedisRemoteStore {
     /// every hash slot first (seconds), and the writes queued behind it must not wait that long
     /// (past ``RedisConfiguration/writeRetryLimit`` they would be dropped). That is safe because
     /// every write is versioned: the removal's fence refuses an older write that arrives after it,
-    /// and its tombstones leave a newer write alone, whichever lands first. While the circuit is
-    /// open, new writes wait in the queue.
+    /// and its tombstones leave a newer write alone, whichever lands first. Loads' values wait
+    /// for it (``BroadRemovals``). While the circuit refuses calls, new writes wait in the queue.
     func writeLoop() async {
         let clock = ContinuousClock()
         var pending: [PendingWrite] = []
-        // The broad removal under way, and those due while it runs (in order).
-        var broad: BroadRemoval?
-        var broadWaiting: [PendingWrite] = []
+        var broad = BroadRemovals()
         while true {
-            if let running = broad, running.isDone {
-                pending += running.left
-                broad = nil
-            }
-            if broad == nil, !broadWaiting.isEmpty { broad = startBroadRemoval(broadWaiting.removeFirst()) }
+            pending += advance(&broad, retrying: pending)
             var fresh: [RedisWrite]
-            if pending.isEmpty && broad == nil {
+            if pending.isEmpty && broad.isIdle {
                 guard let batch = await queue.next(upTo: Self.pipelineLimit) else { return }
                 fresh = batch
             } else {
                 let now = clock.now
-                if breaker.isOpen && breaker.retryAt > now && !queue.isClosed {
+                if breaker.refusesCalls && !queue.isClosed {
                     // Redis is failing: new writes stay in the queue (bounded; a write dropped
-                    // there owes its key's tombstone) until the circuit lets a probe through.
-                    try? await clock.sleep(until: min(breaker.retryAt, now + .milliseconds(50)))
+                    // there owes its key's tombstone) until the circuit lets a probe through, and
+                    // while the probe (perhaps a broad removal's) is under way.
+                    let retryAt = breaker.retryAt
+                    try? await clock.sleep(until: retryAt > now ? min(retryAt, now + .milliseconds(50)) : now + .milliseconds(50))
                     continue
                 }
                 fresh = queue.take(upTo: Self.pipelineLimit)
@@ -91,7 +86,9 @@ extension RedisRemoteStore {
             for item in due {
                 guard let item = admitted(item) else { continue }
                 if item.write.needsLookup {
-                    if broad == nil { broad = startBroadRemoval(item) } else { broadWaiting.append(item) }
+                    lineUp(item, in: &broad)
+                } else if broad.holds(item, retrying: pending) {
+                    hold(item, in: &broad)
                 } else {
                     await attempt([item], into: &pending)
                 }
@@ -109,41 +106,15 @@ extension RedisRemoteStore {
                     segmentBytes = 0
                 }
                 if item.write.needsLookup {
-                    if broad == nil { broad = startBroadRemoval(item) } else { broadWaiting.append(item) }
+                    lineUp(item, in: &broad)
+                } else if broad.holds(item, retrying: pending) {
+                    hold(item, in: &broad)
                 } else {
                     segment.append(item)
                     segmentBytes += item.write.size
                 }
             }
             if !segment.isEmpty { await attempt(segment, into: &pending) }
-        }
-    }
-
-    /// A tag removal or removal of everything sent in a task of its own; what it leaves to retry
-    /// goes back to the write loop when it ends.
-    final class BroadRemoval: Sendable {
-        private let finished = Atomic<Bool>(false)
-        private let leftToRetry = Mutex<[PendingWrite]>([])
-
-        /// Whether it has ended.
-        var isDone: Bool { finished.load(ordering: .acquiring) }
-        /// What it left to retry, once ``isDone``.
-        var left: [PendingWrite] { leftToRetry.withLock { $0 } }
-
-        init(_ body: @escaping @Sendable () async -> [PendingWrite]) {
-            Task { [self] in
-                let left = await body()
-                leftToRetry.withLock { $0 = left }
-                finished.store(true, ordering: .releasing)
-            }
-        }
-    }
-
-    private func startBroadRemoval(_ item: PendingWrite) -> BroadRemoval {
-        BroadRemoval { [self] in
-            var left: [PendingWrite] = []
-            await attempt([item], into: &left)
-            return left
         }
     }
 
@@ -191,7 +162,7 @@ extension RedisRemoteStore {
     /// Sends `items` under the breaker (one exchange, or two when values carry tags: their tag
     /// scripts first) and settles each: landed, or back in
     /// `pending` with its backoff, or dropped.
-    private func attempt(_ items: [PendingWrite], into pending: inout [PendingWrite]) async {
+    func attempt(_ items: [PendingWrite], into pending: inout [PendingWrite]) async {
         let admission = breaker.admit()
         var outcomes: [WriteOutcome]
         if admission.allowed {
@@ -329,7 +300,7 @@ extension RedisRemoteStore {
         wakeFollower()
     }
 
-    private func drop(_ item: PendingWrite) {
+    func drop(_ item: PendingWrite) {
         queue.countDropped(1)
         queue.finished([item.queued])
     }
