@@ -67,6 +67,14 @@ let package = Package(
             pkgConfig: "libdeflate",
             providers: [.apt(["libdeflate-dev"])]
         ),
+        // zlib, for the tests alone: they check that zlib's raw inflate reads a record's value and
+        // that a value zlib deflated reads back through the library.
+        .systemLibrary(
+            name: "CZlib",
+            path: "CShims/CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "LMDBCache",
             dependencies: [
@@ -108,7 +116,7 @@ let package = Package(
         .testTarget(
             name: "LMDBCacheTests",
             dependencies: [
-                "LMDBCache", "CacheTestSupport",
+                "LMDBCache", "CacheTestSupport", "CZlib",
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 // Model-based tests: random operation sequences, shrunk when they fail.
                 .product(name: "PropertyBased", package: "swift-property-based"),
