@@ -68,10 +68,14 @@ extension RedisRemoteStore {
     }
 
     /// Holds `item`, a load's value, until the broad removals end; past the queue's limit the
-    /// oldest held value is dropped (it replaced nothing).
+    /// oldest held value is dropped, here too (``dropOwnCopy(of:)``).
     func hold(_ item: PendingWrite, in broad: inout BroadRemovals) {
         broad.heldLoads.append(item)
-        while broad.heldLoads.count > queue.limit { drop(broad.heldLoads.removeFirst()) }
+        while broad.heldLoads.count > queue.limit {
+            let dropped = broad.heldLoads.removeFirst()
+            drop(dropped)
+            dropOwnCopy(of: dropped.write)
+        }
     }
 
     /// A tag removal or removal of everything sent in a task of its own; what it leaves to retry

@@ -147,9 +147,15 @@ extension RedisRemoteStore {
     /// The value is dropped from this cache's own tiers too: the other machines, told of the
     /// removal, load the key, and so does this one (until the tombstone lands, its lookups of the
     /// key skip Redis: ``RedisWriteQueue/mayHideUnsentChange(forKey:)``).
-    private func replacedByTombstone(_ item: PendingWrite) -> PendingWrite? {
+    private func replacedByTombstone(_ item: PendingWrite, outOfMemory: Bool = false) -> PendingWrite? {
         guard case .set(let key, _, _, _, .none, let version, _) = item.write else {
+            // A load's value: it replaced nothing, but Redis may hold another value (the reason
+            // a load's write is a set-if-absent; the load may have skipped Redis, as lookups do
+            // while a change of this cache's is unsent), which the other machines serve. Kept
+            // when refused for want of memory: Redis then stores nothing, every machine loads and
+            // keeps its own, and dropping it would cost a load per get until the spell ends.
             drop(item)
+            if !outOfMemory { dropOwnCopy(of: item.write) }
             return nil
         }
         queue.countDropped(1)
@@ -269,7 +275,7 @@ extension RedisRemoteStore {
         case .set where outOfMemory || overdue || !transient:
             // A value that will not land (refused for good, for want of memory, or for too long):
             // its key is made safe by its version's tombstone, which may land where it did not.
-            guard var replaced = replacedByTombstone(item) else { return }
+            guard var replaced = replacedByTombstone(item, outOfMemory: outOfMemory && !overdue) else { return }
             replaced.attempts = 0
             replaced.firstFailure = nil
             replaced.retryAt = now
@@ -290,12 +296,14 @@ extension RedisRemoteStore {
         pending.append(next)
     }
 
-    /// After `write`, a value of this cache's, is given up (replaced by its tombstone): the value
-    /// is dropped from this cache's own tiers too, as the other machines drop it on hearing of the
-    /// removal. (A newer value stored here meanwhile goes with it: one load more, and its own
-    /// write, still queued, lands after and wins there.)
+    /// After `write`, a value of this cache's, is given up (replaced by its tombstone, or, a load's
+    /// value, just dropped): the value is dropped from this cache's own tiers too, as the other
+    /// machines drop it on hearing of the removal, or never had it (a load's value given up would
+    /// otherwise stay here beside another value in Redis, which the others serve, until it
+    /// expires). A newer value stored here meanwhile goes with it: one load more, and its own
+    /// write, still queued, lands after and wins there.
     func dropOwnCopy(of write: RedisWrite) {
-        guard case .set(let key, _, _, _, .none, _, _) = write else { return }
+        guard case .set(let key, _, _, _, _, _, _) = write else { return }
         changeFeed.dropLocally(key)
         wakeFollower()
     }
