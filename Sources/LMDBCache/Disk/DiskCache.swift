@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LMDBCacheStorage
 import Logging
 
 /// A persistent key-value cache of byte values in one directory, on LMDB.

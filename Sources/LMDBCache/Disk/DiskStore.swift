@@ -1,4 +1,5 @@
 import Foundation
+import LMDBCacheStorage
 import Logging
 import Metrics
 import Synchronization
