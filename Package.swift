@@ -127,7 +127,7 @@ let package = Package(
         // Storage's own tests: its internals, through @testable.
         .testTarget(
             name: "LMDBCacheStorageTests",
-            dependencies: ["LMDBCacheStorage", "LMDBCache", "CacheTestSupport"]
+            dependencies: ["LMDBCacheStorage"]
         ),
         .testTarget(
             name: "LMDBCacheTests",
@@ -144,19 +144,22 @@ let package = Package(
         // cache-dump run as a real process against caches the library wrote.
         .testTarget(
             name: "CacheDumpTests",
-            dependencies: ["CacheDump", "LMDBCache", "CacheTestSupport"]
+            // LMDBCacheStorage: its package API (StoreFiles, transactions on a store it opened).
+            dependencies: ["CacheDump", "LMDBCache", "LMDBCacheStorage", "CacheTestSupport"]
         ),
         // Concurrency stress over both tiers; CI runs it again under ThreadSanitizer.
         .testTarget(
             name: "LMDBCacheStressTests",
-            dependencies: ["LMDBCache"]
+            // LMDBCacheStorage: Locked, its package API.
+            dependencies: ["LMDBCache", "LMDBCacheStorage"]
         ),
         // The framework integrations and their tests, built against the frameworks only when
         // the trait is on (the plain CI stage); without it the modules compile empty.
         .target(
             name: "LMDBCacheVapor",
             dependencies: [
-                "LMDBCache",
+                // LMDBCacheStorage: LoggedText, which renders untrusted text in its log messages.
+                "LMDBCache", "LMDBCacheStorage",
                 .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
             ]
         ),

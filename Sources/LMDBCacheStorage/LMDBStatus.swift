@@ -3,6 +3,9 @@ import Glibc
 
 /// Maps LMDB return codes to ``StorageError``: the one place that knows what each code means.
 package enum LMDBStatus {
+    /// `MDB_READERS_FULL`, for the fault-injection tests, which make LMDB's calls return it.
+    package static let readersFull: Int32 = MDB_READERS_FULL
+
     /// Throws the ``StorageError`` for `code` unless it is `MDB_SUCCESS`.
     @inlinable @inline(__always)
     package static func check(_ code: Int32, _ operation: @autoclosure () -> String, path: String) throws {
