@@ -75,10 +75,19 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // The storage layer below the library: the only code that names LMDB, its files, locks and
+        // the opened directory. The library reaches it through its `package` API; not a product.
+        .target(
+            name: "LMDBCacheStorage",
+            dependencies: [
+                "CLMDB",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "LMDBCache",
             dependencies: [
-                "CLMDB",
+                "LMDBCacheStorage",
                 "CDeflate",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -90,7 +99,8 @@ let package = Package(
         .target(
             name: "CacheDump",
             dependencies: [
-                "LMDBCache",
+                // LMDBCacheStorage: the names of the store's files (StoreFiles).
+                "LMDBCache", "LMDBCacheStorage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -108,15 +118,22 @@ let package = Package(
         // A second real process for the multi-process and crash tests.
         .executableTarget(
             name: "cache-test-helper",
-            // CLMDB: `hold-writer` holds LMDB's writer lock as another program on the store would.
+            // CLMDB: `hold-writer` holds LMDB's writer lock as another program on the store would,
+            // a program that is not LMDBCache: so it names LMDB itself, not through Storage.
             // LMDBCacheRedis: `node`, a machine of a fleet (empty without the Redis trait).
             dependencies: ["LMDBCache", "LMDBCacheRedis", "CacheTestSupport", "CLMDB"],
             path: "Tests/cache-test-helper"
         ),
+        // Storage's own tests: its internals, through @testable.
+        .testTarget(
+            name: "LMDBCacheStorageTests",
+            dependencies: ["LMDBCacheStorage"]
+        ),
         .testTarget(
             name: "LMDBCacheTests",
             dependencies: [
-                "LMDBCache", "CacheTestSupport", "CZlib",
+                // LMDBCacheStorage: only its package API (transactions on a store's environment).
+                "LMDBCache", "LMDBCacheStorage", "CacheTestSupport", "CZlib",
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 // Model-based tests: random operation sequences, shrunk when they fail.
                 .product(name: "PropertyBased", package: "swift-property-based"),
@@ -127,19 +144,22 @@ let package = Package(
         // cache-dump run as a real process against caches the library wrote.
         .testTarget(
             name: "CacheDumpTests",
-            dependencies: ["CacheDump", "LMDBCache", "CacheTestSupport"]
+            // LMDBCacheStorage: its package API (StoreFiles, transactions on a store it opened).
+            dependencies: ["CacheDump", "LMDBCache", "LMDBCacheStorage", "CacheTestSupport"]
         ),
         // Concurrency stress over both tiers; CI runs it again under ThreadSanitizer.
         .testTarget(
             name: "LMDBCacheStressTests",
-            dependencies: ["LMDBCache"]
+            // LMDBCacheStorage: Locked, its package API.
+            dependencies: ["LMDBCache", "LMDBCacheStorage"]
         ),
         // The framework integrations and their tests, built against the frameworks only when
         // the trait is on (the plain CI stage); without it the modules compile empty.
         .target(
             name: "LMDBCacheVapor",
             dependencies: [
-                "LMDBCache",
+                // LMDBCacheStorage: LoggedText, which renders untrusted text in its log messages.
+                "LMDBCache", "LMDBCacheStorage",
                 .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
             ]
         ),

@@ -1,4 +1,5 @@
 import Foundation
+import LMDBCacheStorage
 
 /// How a key is written on the command line: as text (its UTF-8 bytes), hexadecimal or base64,
 /// so that keys that are not UTF-8 can be named too.

@@ -1,5 +1,6 @@
 import Foundation
 import LMDBCache
+import LMDBCacheStorage
 
 /// Opens the cache directory a command names, after the checks every command makes: the path is
 /// a directory holding a store, and none of the store's files is a symbolic link (the tool never

@@ -1,4 +1,5 @@
 import Foundation
+import LMDBCacheStorage
 import Glibc
 
 /// Where a cache reads the current time.

@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 /// An error thrown by LMDBCache.
 ///
 /// Every failure the library can report is one of these cases, each with a message that says what

@@ -1,6 +1,7 @@
 #if Vapor
 import Foundation
 import LMDBCache
+import LMDBCacheStorage
 import Logging
 import NIOCore
 import NIOPosix

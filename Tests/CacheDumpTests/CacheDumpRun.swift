@@ -2,6 +2,8 @@ import CacheTestSupport
 import Foundation
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// One run of the built `cache-dump` executable as a real process: its exit status and what it

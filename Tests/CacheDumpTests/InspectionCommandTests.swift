@@ -2,6 +2,8 @@ import CacheTestSupport
 import Foundation
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 @Suite("cache-dump stats, list, get and readers")

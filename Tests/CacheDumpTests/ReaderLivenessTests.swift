@@ -3,6 +3,8 @@ import Foundation
 import Glibc
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// `cache-dump readers` decides whether a slot's process is alive as LMDB does (the process

@@ -1,4 +1,5 @@
 import Foundation
+import LMDBCacheStorage
 import Testing
 
 @testable import LMDBCache

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LMDBCache
+import LMDBCacheStorage
 
 struct Readers: ParsableCommand {
     static let configuration = CommandConfiguration(

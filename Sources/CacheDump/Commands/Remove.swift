@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LMDBCache
+import LMDBCacheStorage
 
 struct Remove: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,3 +1,4 @@
+import LMDBCacheStorage
 import Logging
 
 // What a cache's change followers do to its tiers when another process (through the directory's

@@ -1,4 +1,5 @@
 import Foundation
+import LMDBCacheStorage
 import Logging
 
 // The two-tier cache's values: lookups (memory, else disk, then promoted), inserts, and removals

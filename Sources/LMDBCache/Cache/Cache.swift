@@ -1,4 +1,5 @@
 import Foundation
+import LMDBCacheStorage
 import Logging
 
 /// A two-tier cache: a ``MemoryCache`` in front of a ``DiskCache``, with values encoded by a

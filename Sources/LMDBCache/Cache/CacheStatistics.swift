@@ -1,3 +1,4 @@
+import LMDBCacheStorage
 import Metrics
 import Synchronization
 

@@ -1,4 +1,5 @@
 import Glibc
+import LMDBCacheStorage
 
 /// Striped locks by key hash that make a two-tier write (queue it on disk, then store it in
 /// memory) one step per key: two writers of one key finish in the same order in both tiers, so

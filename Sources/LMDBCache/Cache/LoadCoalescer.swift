@@ -1,3 +1,4 @@
+import LMDBCacheStorage
 import Synchronization
 
 /// Runs one load per key at a time and hands its result to every caller waiting for that key.

@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 /// What a loader may say about the value it loads: its lifetime, its memory cost, or that it
 /// must not be cached (FusionCache's adaptive caching).
 ///

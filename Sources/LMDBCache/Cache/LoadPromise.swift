@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 /// A result that arrives once, for any number of waiters; a waiter that is cancelled stops
 /// waiting (with `CancellationError`) and no one else is affected.
 final class LoadPromise<Result: Sendable>: Sendable {

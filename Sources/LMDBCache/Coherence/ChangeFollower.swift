@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import LMDBCacheStorage
 import Logging
 import Metrics
 import Synchronization

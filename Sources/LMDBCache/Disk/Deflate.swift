@@ -1,5 +1,6 @@
 import CDeflate
 import Foundation
+import LMDBCacheStorage
 
 /// Raw DEFLATE and crc32 for the disk tier, through libdeflate.
 ///

@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 extension DiskCache {
     /// How writes reach the disk.
     public enum Durability: Sendable, Equatable {
@@ -100,7 +102,7 @@ extension DiskCache {
             Environment.Options(
                 initialMapSize: max(initialMapSize, 1 << 20),
                 sync: durability.syncInterval == nil ? .everyCommit : .onRequest,
-                damagedStore: readOnly ? .fail : damagedStore,
+                setsAsideDamagedFile: !readOnly && damagedStore == .recreate,
                 databases: DiskDatabases.names,
                 readOnly: readOnly,
                 openTimeout: openTimeout)

@@ -1,4 +1,5 @@
 import Foundation
+import LMDBCacheStorage
 
 // What `cache-dump` needs beyond the public API: reading a store without recording accesses,
 // scanning it in key order, importing entries with their own timestamps, reader slots. `package`

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LMDBCacheStorage
 import Logging
 
 /// A persistent key-value cache of byte values in one directory, on LMDB.
@@ -54,10 +55,13 @@ public final class DiskCache: Sendable {
         self.configuration = configuration
         self.logger = logger
         limits = configuration.limits
-        (store, identity) = try DiskStore.registry.acquire(
-            directory: path, existing: configuration.readOnly, timeout: configuration.openTimeout
-        ) {
-            directory in
+        // The registry opens the directory (StoreDirectory) and waits for a closing store: its
+        // StorageErrors become CacheErrors here; DiskStore's init converts its own.
+        (store, identity) = try storage {
+            try DiskStore.registry.acquire(
+                directory: path, existing: configuration.readOnly, timeout: configuration.openTimeout
+            ) {
+                directory in
             if configuration.readOnly {
                 var info = stat()
                 guard fstatat(directory.descriptor, StoreFiles.data, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
@@ -67,6 +71,7 @@ public final class DiskCache: Sendable {
             return try DiskStore(
                 directory: directory, options: configuration.environmentOptions,
                 syncInterval: configuration.durability.syncInterval, logger: logger)
+            }
         }
         if !configuration.readOnly, let permissions = store.directory.permissionsOpenToOthers {
             logger.warning(

@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 /// The LMDB databases of a disk store and the keys of its indexes.
 ///
 /// - `records`: stored key → ``Record`` (immutable once written).

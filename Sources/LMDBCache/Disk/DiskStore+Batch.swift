@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 // What a batch does inside its write transaction: records and their index entries put or
 // removed, read uses moved in the access order, damaged and unusable records removed, totals kept,
 // and its writes and removals logged for other processes' memory tiers (DiskStore+ChangeLog.swift).

@@ -1,5 +1,5 @@
-import CLMDB
 import Foundation
+import LMDBCacheStorage
 
 // The change log: every write, removal, tag removal and removal of everything committed through
 // the store is appended to the `changes` database in the transaction that makes it, so a reader

@@ -1,4 +1,5 @@
 import Glibc
+import LMDBCacheStorage
 
 extension DiskStore {
     /// Commits the queue, then rewrites the file without free pages and swaps it in.

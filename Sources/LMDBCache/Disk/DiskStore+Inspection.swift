@@ -1,3 +1,4 @@
+import LMDBCacheStorage
 // What `cache-dump` reads of a store beyond a lookup: entries with their metadata, scans in
 // stored-key order, statistics, reader slots. None of it records an access.
 extension DiskStore {

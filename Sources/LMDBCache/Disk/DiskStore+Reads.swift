@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 // Reads: a key's record (a queued write first, then LMDB) and the committed totals.
 extension DiskStore {
     /// What a lookup found.

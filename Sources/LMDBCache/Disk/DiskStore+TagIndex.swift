@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 // Checking and rebuilding the tag index and checking the change log, for `cache-dump verify`
 // (DiskStore+Verification.swift). Everything read here comes from the file: an index key too
 // short to hold a prefix, a record that fails its checks, a log entry that does not decode are

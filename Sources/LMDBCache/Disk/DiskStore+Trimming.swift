@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 // Trimming: expired entries first, then least recently used ones through the access index, in
 // transactions small enough that the writer never waits long.
 extension DiskStore {

@@ -1,4 +1,5 @@
 import Foundation
+import LMDBCacheStorage
 
 // The write queue and its commits: callers queue, the writer thread commits in batches, syncs,
 // and trims when a batch passes the limits or the volume is short of space.

@@ -1,4 +1,5 @@
 import Foundation
+import LMDBCacheStorage
 import Logging
 import Metrics
 import Synchronization
@@ -11,7 +12,7 @@ import Synchronization
 //   Disk/DiskCache.swift        `entry(forKey:)`: the key becomes a StorageKey (StorageKey.swift),
 //                               the clock gives `now`, and the store is asked.
 //   Disk/DiskStore+Reads.swift  `lookUp`: a write still queued (PendingWrites.swift) wins; else
-//   Storage/Environment.swift   `read` lends a pooled read transaction, and
+//   LMDBCacheStorage/Environment.swift   `read` lends a pooled read transaction, and
 //   Storage/Transaction.swift   `get` returns the record's bytes from the LMDB page (no copy).
 //   Disk/Record.swift           `read` checks checksum, key and expiry and inflates the value
 //                               (Deflate.swift, libdeflate).
@@ -26,7 +27,7 @@ import Synchronization
 //                               under the key's lock the memory tier is set and `enqueue` called.
 //   Disk/DiskStore+Writes.swift `enqueue` adds it to PendingWrites and wakes the writer thread
 //                               (Storage/WriterThread.swift), which runs `drain`: each batch is one
-//   Storage/Environment.swift   `write` transaction, where `apply` (DiskStore+Batch.swift) puts
+//   LMDBCacheStorage/Environment.swift   `write` transaction, where `apply` (DiskStore+Batch.swift) puts
 //   Disk/DiskDatabases.swift    the record and its index entries (records, access, expiry) and
 //                               updates Totals.swift.
 //   Disk/DiskStore+Trimming.swift  a batch past the limits is followed by a trim, whose
@@ -48,7 +49,8 @@ import Synchronization
 /// eviction events and metrics in `DiskStore+Evictions.swift`; reads, compaction, inspection and
 /// verification in files of their own. Members that look private are internal only for those files.
 final class DiskStore: Sendable {
-    let env: Environment
+    /// The store's environment, through the boundary that turns Storage's errors into CacheErrors.
+    let env: StoreEnvironment
     /// The opened cache directory; every file of the store is reached through it.
     let directory: StoreDirectory
     /// The directory as the caller named it, for messages.
@@ -112,10 +114,16 @@ final class DiskStore: Sendable {
     init(directory: StoreDirectory, options: Environment.Options, syncInterval: Duration?, logger: Logger) throws {
         // Presence first: a process compacting or setting the file aside holds it exclusively, and
         // LMDB must not map the file until that is over.
-        presence = try ProcessPresence(
-            directory: directory, readOnly: options.readOnly, timeout: options.openTimeout, logger: logger)
+        let presence = try storage {
+            try ProcessPresence(
+                directory: directory, readOnly: options.readOnly, timeout: options.openTimeout, logger: logger)
+        }
+        self.presence = presence
         do {
-            env = try Environment.open(directory: directory, options: options, presence: presence, logger: logger)
+            let raw = try storage {
+                try Environment.open(directory: directory, options: options, presence: presence, logger: logger)
+            }
+            env = StoreEnvironment(raw: raw)
         } catch {
             presence.close()
             throw error

@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 /// The uses of entries this process recorded lately, so that a read records a use only when the
 /// one on record is old relative to the store's access span.
 ///

@@ -1,3 +1,4 @@
+import LMDBCacheStorage
 /// One entry as the store holds it, for tools that inspect a cache directory (`cache-dump`).
 package struct StoredEntry: Sendable, Equatable {
     /// The key as the user gave it (the full key of a long key).

@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 /// Entry count and bytes of a store, as kept in the `info` database.
 package struct Totals: Equatable, Sendable {
     /// Entries.

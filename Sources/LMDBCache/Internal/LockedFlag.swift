@@ -1,3 +1,4 @@
+import LMDBCacheStorage
 import Synchronization
 
 /// A flag that goes from false to true once.

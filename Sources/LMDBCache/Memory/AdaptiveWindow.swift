@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 /// The share of a cache's capacity given to the ``MemoryCache/Policy/adaptive`` policy's window,
 /// moved by hill climbing on the hit ratio: Caffeine's adaptation ("Adaptive Software Cache
 /// Management", Einziger, Eytan, Friedman and Manes, Middleware 2018), with Caffeine's constants

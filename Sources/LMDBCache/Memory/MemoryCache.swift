@@ -1,3 +1,4 @@
+import LMDBCacheStorage
 import Logging
 import Metrics
 import Synchronization

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import LMDBCacheStorage
 import Logging
 
 /// Runs a tier's trim pass every `interval` on a queue of its own, until stopped.

@@ -2,6 +2,8 @@ import Dispatch
 import Foundation
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// `close()` ends the cache for good: memory stays empty afterwards, and a removal listener may

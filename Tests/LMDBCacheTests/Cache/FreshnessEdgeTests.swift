@@ -2,6 +2,8 @@ import Dispatch
 import Foundation
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// Freshness at its edges: interleavings of timers, loads, refreshes and writes, windows that end

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// Loads racing timers and writes: found by a second review of the get-or-load split and of

@@ -1,5 +1,7 @@
 import Dispatch
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// A UTF-8 string codec that a test can stop inside `encode` or `decode`, to force one

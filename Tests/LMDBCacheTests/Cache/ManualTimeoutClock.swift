@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// A `Clock` whose sleeps end only when the test advances it: the cache's

@@ -2,6 +2,8 @@ import Dispatch
 import Foundation
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// The two tiers never disagree about a key in a way a later read can see: a write the disk

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// The disk tier's change log (Disk/DiskStore+ChangeLog.swift): what is appended and in which

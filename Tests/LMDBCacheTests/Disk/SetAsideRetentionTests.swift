@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// A damaged store is set aside as `data.mdb.damaged-<unix time>`; repeated damage must not fill

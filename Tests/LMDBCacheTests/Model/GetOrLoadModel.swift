@@ -1,6 +1,8 @@
 import Foundation
 import PropertyBased
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// One step of a get-or-load sequence. Indexes pick from the fixed tables of ``LoadModel``, so a

@@ -3,6 +3,8 @@ import Foundation
 import PropertyBased
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// Random sequences of concurrent get-or-loads (single-key with each ``Freshness`` option, and

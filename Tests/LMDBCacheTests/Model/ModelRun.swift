@@ -2,6 +2,8 @@ import Foundation
 import PropertyBased
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// How many random sequences the model-based tests run, and which seed reproduces one.

@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// Operations that swap or set aside the store's file, against opens, reads and writes from other

@@ -1,6 +1,6 @@
-import CLMDB
 import CacheTestSupport
 import Foundation
+import LMDBCacheStorage
 import Testing
 
 @testable import LMDBCache
@@ -54,9 +54,9 @@ struct FaultInjectionTests {
         InjectedFault(call: .transactionCommit, error: ENOSPC, errorName: "ENOSPC", occurrence: "8"),
         InjectedFault(call: .transactionCommit, error: EIO, errorName: "EIO", occurrence: "8+"),
         InjectedFault(
-            call: .transactionBegin, error: MDB_READERS_FULL, errorName: "MDB_READERS_FULL", occurrence: "20"),
+            call: .transactionBegin, error: LMDBStatus.readersFull, errorName: "MDB_READERS_FULL", occurrence: "20"),
         InjectedFault(
-            call: .transactionBegin, error: MDB_READERS_FULL, errorName: "MDB_READERS_FULL", occurrence: "20+"),
+            call: .transactionBegin, error: LMDBStatus.readersFull, errorName: "MDB_READERS_FULL", occurrence: "20+"),
         InjectedFault(call: .environmentCopy, error: EIO, errorName: "EIO", occurrence: "1"),
         InjectedFault(call: .environmentCopy, error: ENOSPC, errorName: "ENOSPC", occurrence: "1"),
         InjectedFault(call: .rename, error: EIO, errorName: "EIO", occurrence: "1"),

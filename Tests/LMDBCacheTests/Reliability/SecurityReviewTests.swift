@@ -4,6 +4,8 @@ import Glibc
 import Logging
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// Defects found reviewing the change for findings 1 and 3 (the directory opened once, opens that

@@ -3,6 +3,8 @@ import Foundation
 import Glibc
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// Finding 1 of the security review: the directory is opened once and checked through its

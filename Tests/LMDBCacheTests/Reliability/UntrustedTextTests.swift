@@ -2,6 +2,8 @@ import Foundation
 import Logging
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// Keys, stored strings and other code's error messages reach log messages and error

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// Review of issue 31, loading at its edges: a timeout of forever, a bulk caller and a covered

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// Review of issue 31, removals and the loads under way: one rule, "any removal that covers a

@@ -1,5 +1,7 @@
 import Logging
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// A `Logger` whose messages a test reads back.

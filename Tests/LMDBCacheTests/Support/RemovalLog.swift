@@ -1,3 +1,5 @@
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// Records what a removal listener hears.

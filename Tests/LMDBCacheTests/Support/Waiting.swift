@@ -3,6 +3,8 @@ import Foundation
 import Logging
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// How long a test waits for something expected (a thread's result, a log line, a condition)

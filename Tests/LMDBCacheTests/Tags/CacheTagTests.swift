@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// Tags in the two-tier ``Cache``: `insert(_:forKey:cost:expiresAfter:tags:)`, loaders' `context.tags`,

@@ -1,5 +1,7 @@
 import Foundation
 
+import LMDBCacheStorage
+
 @testable import LMDBCache
 
 /// The disk tier's tag index read raw and compared with the records, apart from the code under

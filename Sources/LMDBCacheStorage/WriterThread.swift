@@ -10,7 +10,7 @@ import Glibc
 /// for its job anyway may run it on its own thread while the writer is idle
 /// (``runHereIfIdle(_:)``), saving the two thread hand-offs: LMDB's rule holds, since the writer
 /// thread runs nothing meanwhile and the job begins and ends its transactions on one thread.
-final class WriterThread: @unchecked Sendable {
+package final class WriterThread: @unchecked Sendable {
     private let condition = NSCondition()
     // Guarded by `condition`.
     private var jobs: [() -> Void] = []
@@ -22,7 +22,7 @@ final class WriterThread: @unchecked Sendable {
     private var standIn: pthread_t?
     private let finished = DispatchSemaphore(value: 0)
 
-    init(name: String) {
+    package init(name: String) {
         let started = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
             Self.nameKernelThread(name)
@@ -50,7 +50,7 @@ final class WriterThread: @unchecked Sendable {
     }
 
     /// True on the writer thread itself.
-    var isCurrent: Bool {
+    package var isCurrent: Bool {
         condition.lock()
         defer { condition.unlock() }
         let me = pthread_self()
@@ -62,7 +62,7 @@ final class WriterThread: @unchecked Sendable {
     /// queued, nothing running, not stopped) and returns its result; nil, without running it,
     /// otherwise. Jobs queued meanwhile wait until it returns. On the writer thread (or inside
     /// such a job) it just runs `job`.
-    func runHereIfIdle<T>(_ job: () throws -> T) rethrows -> T? {
+    package func runHereIfIdle<T>(_ job: () throws -> T) rethrows -> T? {
         if isCurrent { return try job() }
         condition.lock()
         guard jobs.isEmpty, !busy, standIn == nil, !stopping else {
@@ -84,7 +84,7 @@ final class WriterThread: @unchecked Sendable {
 
     /// Queues `job`; it runs after every job queued before it. Returns false once stopped.
     @discardableResult
-    func async(_ job: @escaping @Sendable () -> Void) -> Bool {
+    package func async(_ job: @escaping @Sendable () -> Void) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         if stopping { return false }
@@ -94,7 +94,7 @@ final class WriterThread: @unchecked Sendable {
     }
 
     /// Runs `job` on the writer thread and waits for its result.
-    func sync<T>(_ job: () throws -> T) throws -> T {
+    package func sync<T>(_ job: () throws -> T) throws -> T {
         if isCurrent { return try job() }
         return try withoutActuallyEscaping(job) { job in
             // The queued closure reaches `job` through this box and empties it before signalling,
@@ -106,7 +106,7 @@ final class WriterThread: @unchecked Sendable {
             condition.lock()
             if stopping {
                 condition.unlock()
-                throw CacheError.closed
+                throw StorageError.closed
             }
             jobs.append {
                 box.run?()
@@ -121,7 +121,7 @@ final class WriterThread: @unchecked Sendable {
     }
 
     /// Runs the jobs already queued, then ends the thread; later jobs are refused.
-    func stop() {
+    package func stop() {
         condition.lock()
         stopping = true
         condition.signal()

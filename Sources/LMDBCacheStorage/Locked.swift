@@ -5,11 +5,11 @@ import Glibc
 /// Used instead of `Synchronization.Mutex` because ThreadSanitizer cannot see Mutex's futex on
 /// Linux (Swift 6.3) and reports every access made under it as a race, which would bury real
 /// races. An uncontended pthread mutex costs about the same.
-final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+package final class Locked<Value>: @unchecked Sendable {
+    @usableFromInline var value: Value
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
@@ -21,8 +21,8 @@ final class Locked<Value>: @unchecked Sendable {
     }
 
     /// Runs `body` with the value while holding the lock.
-    @inline(__always)
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    @inlinable @inline(__always)
+    package func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)

@@ -1,4 +1,5 @@
-// The units a Duration is converted to, in one place: milliseconds for the store, nanoseconds
+// The units a Duration is converted to, in one place (here, at the bottom, so Storage and the
+// library share them): milliseconds for the store, nanoseconds
 // for timers and metrics, seconds for Foundation and Dispatch.
 extension Duration {
     /// Whole milliseconds, rounded down; negative durations count as zero, and durations past
@@ -10,12 +11,14 @@ extension Duration {
         let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000)
         // With seconds >= 0, attoseconds lie in 0..<10^18: at most 999 more milliseconds.
         let fraction = UInt64(max(0, attoseconds) / 1_000_000_000_000_000)
-        return overflow ? .max : whole.addingSaturating(fraction)
+        let (total, over) = whole.addingReportingOverflow(fraction)
+        return overflow || over ? .max : total
     }
 
     /// Whole nanoseconds, rounded toward zero; durations beyond `Int64`'s nanoseconds (about 292
     /// years either way) saturate.
-    var nanoseconds: Int64 {
+    @inlinable
+    package var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
         return Int64(clamping: Int128(seconds) * 1_000_000_000 + Int128(attoseconds / 1_000_000_000))
     }

@@ -12,24 +12,24 @@ import Logging
 /// alone), and it belongs to the effective user. Removal is `unlinkat` relative to the directory,
 /// which removes a name and never follows a link: an entry swapped for a link after it was checked
 /// loses the link, never the link's target.
-enum SetAsideFiles {
+package enum SetAsideFiles {
     /// How many set-aside files a directory keeps, the one just set aside included: 3. The others
     /// kept are the newest by the time in their names.
-    static let kept = 3
+    package static let kept = 3
 
     /// What every set-aside file's name starts with.
-    static let prefix = StoreFiles.data + ".damaged-"
+    package static let prefix = StoreFiles.data + ".damaged-"
 
     /// The name a data file found damaged at `date` is set aside under: ``prefix`` and the whole
     /// seconds since 1970 (0 for an earlier or unrepresentable time; never a trap).
-    static func name(at date: Date) -> String {
+    package static func name(at date: Date) -> String {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         let whole: Int64 = seconds >= 1 ? Int64(exactly: seconds) ?? .max : 0
         return prefix + String(whole)
     }
 
     /// The time in `name` when it is exactly a name ``name(at:)`` writes, else nil.
-    static func time(inName name: [UInt8]) -> Int64? {
+    package static func time(inName name: [UInt8]) -> Int64? {
         let prefixBytes = Array(prefix.utf8)
         guard name.count > prefixBytes.count, name.starts(with: prefixBytes) else { return nil }
         let digits = name[prefixBytes.count...]
@@ -51,7 +51,7 @@ enum SetAsideFiles {
     ///
     /// - Returns: the names removed, oldest first.
     @discardableResult
-    static func removeOld(in directory: StoreDirectory, keeping justSetAside: String, logger: Logger) -> [String] {
+    package static func removeOld(in directory: StoreDirectory, keeping justSetAside: String, logger: Logger) -> [String] {
         let descriptor = directory.descriptor
         let keep = Array(justSetAside.utf8)
         var found: [(time: Int64, name: [UInt8])] = []

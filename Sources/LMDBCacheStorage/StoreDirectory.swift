@@ -10,7 +10,7 @@ import Glibc
 /// `mdb_env_open`, the library's own files, compaction's rename) goes through
 /// ``resolved``, `/proc/self/fd/N`, which names the opened directory whatever is renamed since.
 ///
-/// Refused, with ``CacheError/directoryUnavailable(path:reason:)``:
+/// Refused, with ``StorageError/directoryUnavailable(path:reason:)``:
 /// - a directory that belongs to another user, or that other users may write (they could plant
 ///   or replace its files);
 /// - a parent directory (of the path as given, and of the directory a symbolic link leads to)
@@ -19,23 +19,23 @@ import Glibc
 /// - a symbolic link as the cache directory that belongs to a user other than this one or root;
 /// - a store file that is a symbolic link, not a regular file, another user's, or has more than
 ///   one link (another name for it could be a file the process would never write on purpose).
-final class StoreDirectory: Sendable {
+package final class StoreDirectory: Sendable {
     /// The directory as the caller named it: for messages only, never looked up again.
-    let path: String
+    package let path: String
     /// The open directory (`O_RDONLY | O_DIRECTORY | O_CLOEXEC`), closed on deinit.
-    let descriptor: Int32
-    let identity: DirectoryIdentity
+    package let descriptor: Int32
+    package let identity: DirectoryIdentity
 
     /// `/proc/self/fd/<descriptor>`: a path that leads to the opened directory for as long as it
     /// stays open, whatever happens to the name it was opened by.
-    var resolved: String { "/proc/self/fd/\(descriptor)" }
+    package var resolved: String { "/proc/self/fd/\(descriptor)" }
 
     /// The path of the store file `name` inside the opened directory.
-    func file(_ name: String) -> String { resolved + "/" + name }
+    package func file(_ name: String) -> String { resolved + "/" + name }
 
     /// Opens `path`, creating it and its missing parents owner-only first unless `existing`, and
     /// runs every check above. With `existing`, a missing directory throws.
-    init(path: String, existing: Bool) throws {
+    package init(path: String, existing: Bool) throws {
         self.path = path
         if !existing { try Self.makeDirectories(path) }
         let (parentPath, name) = Self.split(path)
@@ -44,19 +44,19 @@ final class StoreDirectory: Sendable {
         // so a parent the user may search but not list (mode 0711) is no reason to refuse.
         let parent = open(parentPath, Self.pathOnly | O_DIRECTORY | O_CLOEXEC)
         guard parent >= 0 else {
-            throw CacheError.directoryUnavailable(
+            throw StorageError.directoryUnavailable(
                 path: path, reason: errno == ENOENT ? "no such directory" : errnoText())
         }
         defer { close(parent) }
         try Self.checkParent(parent, named: parentPath, of: path)
         var link = stat()
         guard fstatat(parent, name, &link, AT_SYMLINK_NOFOLLOW) == 0 else {
-            throw CacheError.directoryUnavailable(
+            throw StorageError.directoryUnavailable(
                 path: path, reason: existing && errno == ENOENT ? "no such directory" : errnoText())
         }
         let isLink = link.st_mode & S_IFMT == S_IFLNK
         if isLink && link.st_uid != geteuid() && link.st_uid != 0 {
-            throw CacheError.directoryUnavailable(
+            throw StorageError.directoryUnavailable(
                 path: path,
                 reason: "it is a symbolic link that belongs to uid \(link.st_uid), not to this process's uid "
                     + "\(geteuid()) or root; another user chose where it leads")
@@ -67,7 +67,7 @@ final class StoreDirectory: Sendable {
         let opened = openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | follow)
         guard opened >= 0 else {
             let reason = errno == ENOTDIR ? "a file that is not a directory is in the way" : errnoText()
-            throw CacheError.directoryUnavailable(path: path, reason: reason)
+            throw StorageError.directoryUnavailable(path: path, reason: reason)
         }
         // Every check runs on the local descriptor, and the stored properties are set only once
         // they all passed: a class whose properties are all set runs `deinit` when its init
@@ -88,14 +88,14 @@ final class StoreDirectory: Sendable {
     private static func checkOpened(_ opened: Int32, path: String, followedLink: Bool) throws -> stat {
         var info = stat()
         guard fstat(opened, &info) == 0 else {
-            throw CacheError.directoryUnavailable(path: path, reason: errnoText())
+            throw StorageError.directoryUnavailable(path: path, reason: errnoText())
         }
         try checkDirectory(info, path: path)
         if followedLink {
             // The parent of where the link leads must be as safe as the named one.
             let realParent = openat(opened, "..", pathOnly | O_DIRECTORY | O_CLOEXEC)
             guard realParent >= 0 else {
-                throw CacheError.directoryUnavailable(path: path, reason: "cannot open its parent: \(errnoText())")
+                throw StorageError.directoryUnavailable(path: path, reason: "cannot open its parent: \(errnoText())")
             }
             defer { close(realParent) }
             try checkParent(realParent, named: "(the parent of where \(path) leads)", of: path)
@@ -123,15 +123,15 @@ final class StoreDirectory: Sendable {
             var info = stat()
             guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
             if info.st_mode & S_IFMT != S_IFREG {
-                throw CacheError.directoryUnavailable(
+                throw StorageError.directoryUnavailable(
                     path: path, reason: "\(name) is a symbolic link or not a regular file; remove it")
             }
             if info.st_uid != user {
-                throw CacheError.directoryUnavailable(
+                throw StorageError.directoryUnavailable(
                     path: path, reason: "\(name) belongs to uid \(info.st_uid), not to this process's uid \(user)")
             }
             if info.st_nlink != 1 {
-                throw CacheError.directoryUnavailable(
+                throw StorageError.directoryUnavailable(
                     path: path,
                     reason: "\(name) has \(info.st_nlink) links; a store file must have no other name, remove it")
             }
@@ -141,7 +141,7 @@ final class StoreDirectory: Sendable {
     /// The permission bits of the directory when they let other users in (beyond 0700), else nil.
     /// Such a directory (readable, never writable, by others) is used as it is, with a warning: a
     /// mode the user chose is theirs to change, and the store's files stay owner-only.
-    var permissionsOpenToOthers: mode_t? {
+    package var permissionsOpenToOthers: mode_t? {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return nil }
         let permissions = info.st_mode & 0o7777
@@ -152,16 +152,16 @@ final class StoreDirectory: Sendable {
     private static func checkDirectory(_ info: stat, path: String) throws {
         let user = geteuid()
         guard info.st_mode & S_IFMT == S_IFDIR else {
-            throw CacheError.directoryUnavailable(path: path, reason: "a file that is not a directory is in the way")
+            throw StorageError.directoryUnavailable(path: path, reason: "a file that is not a directory is in the way")
         }
         guard info.st_uid == user else {
-            throw CacheError.directoryUnavailable(
+            throw StorageError.directoryUnavailable(
                 path: path,
                 reason: "it belongs to uid \(info.st_uid), not to this process's uid \(user); "
                     + "a cache directory must belong to the user that opens it")
         }
         if info.st_mode & 0o022 != 0 {
-            throw CacheError.directoryUnavailable(
+            throw StorageError.directoryUnavailable(
                 path: path,
                 reason: "other users may write it (mode \(String(info.st_mode & 0o7777, radix: 8))) and could "
                     + "replace the store's files; chmod go-w it")
@@ -173,16 +173,16 @@ final class StoreDirectory: Sendable {
     private static func checkParent(_ parent: Int32, named parentPath: String, of path: String) throws {
         var info = stat()
         guard fstat(parent, &info) == 0 else {
-            throw CacheError.directoryUnavailable(path: path, reason: "cannot stat its parent: \(errnoText())")
+            throw StorageError.directoryUnavailable(path: path, reason: "cannot stat its parent: \(errnoText())")
         }
         if info.st_uid != geteuid() && info.st_uid != 0 {
-            throw CacheError.directoryUnavailable(
+            throw StorageError.directoryUnavailable(
                 path: path,
                 reason: "its parent \(parentPath) belongs to uid \(info.st_uid), who could replace the cache "
                     + "directory; put the cache in a directory of this user or root")
         }
         if writableByOthers(info) {
-            throw CacheError.directoryUnavailable(
+            throw StorageError.directoryUnavailable(
                 path: path,
                 reason: "other users may write its parent \(parentPath) (mode "
                     + "\(String(info.st_mode & 0o7777, radix: 8))) and could replace the cache directory; "
@@ -214,7 +214,7 @@ final class StoreDirectory: Sendable {
             var info = stat()
             if stat(prefix, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR { continue }
             let reason = failure == EEXIST ? "\(prefix) is not a directory" : errnoText(failure)
-            throw CacheError.directoryUnavailable(path: path, reason: "cannot create it: \(reason)")
+            throw StorageError.directoryUnavailable(path: path, reason: "cannot create it: \(reason)")
         }
     }
 }

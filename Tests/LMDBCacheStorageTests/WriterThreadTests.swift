@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 
-@testable import LMDBCache
+@testable import LMDBCacheStorage
 
 @Suite("Writer thread: a caller in the writer's place")
 struct WriterThreadTests {

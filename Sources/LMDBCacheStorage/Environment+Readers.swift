@@ -44,7 +44,7 @@ extension Environment {
     /// `F_GETLK` does not report this process's own locks: its own slots count as alive. Only
     /// when `lock.mdb` cannot be opened does `kill(pid, 0)` decide: no such process is stale, one
     /// this process may signal is alive, and EPERM is unknown.
-    func readerSlots() throws -> [ReaderSlot] {
+    package func readerSlots() throws -> [ReaderSlot] {
         final class Lines {
             var lines: [String] = []
         }
@@ -113,7 +113,7 @@ extension Environment {
 
     /// Clears reader slots left by processes that died; returns how many were cleared.
     @discardableResult
-    func clearStaleReaders() -> Int {
+    package func clearStaleReaders() -> Int {
         var dead: Int32 = 0
         resizeLock.withSharedLock { if unusable == nil { _ = mdb_reader_check(env, &dead) } }
         return Int(dead)
@@ -122,7 +122,7 @@ extension Environment {
     /// Clears stale reader slots, logging any it cleared. A process killed during a read leaves
     /// its slot pinning the snapshot it read, and LMDB then reuses no page freed since: the file
     /// grows. Done by every trim pass and before the map grows, not only at open.
-    func clearStaleReaders(before occasion: String) {
+    package func clearStaleReaders(before occasion: String) {
         let cleared = clearStaleReaders()
         if cleared > 0 {
             logger.info(

@@ -157,12 +157,12 @@ final class SyncedSnapshot: @unchecked Sendable {
         for slot in 0..<2 {
             let offset = off_t(slot * pageSize + metaRewrittenRange.lowerBound)
             guard pwrite(descriptor, rewritten, rewritten.count, offset) == rewritten.count else {
-                throw CacheError.directoryUnavailable(
+                throw StorageError.directoryUnavailable(
                     path: directory.path, reason: "cannot restore the last synced snapshot: \(errnoText())")
             }
         }
         guard fdatasync(descriptor) == 0 else {
-            throw CacheError.directoryUnavailable(
+            throw StorageError.directoryUnavailable(
                 path: directory.path, reason: "cannot restore the last synced snapshot: \(errnoText())")
         }
         logger.warning(
@@ -218,10 +218,10 @@ final class SyncedSnapshot: @unchecked Sendable {
     }
 
     private static func checksum(_ bytes: [UInt8]) -> UInt {
-        UInt(bytes.withUnsafeBytes { Deflate.crc32($0) })
+        UInt(bytes.withUnsafeBytes { CRC32.checksum($0) })
     }
 
-    private func unavailable(_ what: String) -> CacheError {
+    private func unavailable(_ what: String) -> StorageError {
         .directoryUnavailable(path: directory.path, reason: "\(what): \(errnoText())")
     }
 }

@@ -1,8 +1,8 @@
 import CLMDB
 
 /// A named LMDB database (a B-tree) inside an environment.
-struct Database: Sendable, Hashable {
-    let handle: MDB_dbi
+package struct Database: Sendable, Hashable {
+    package let handle: MDB_dbi
 }
 
 /// Raised inside a write transaction when the map is full; ``Environment/write(_:)`` catches it,
@@ -14,14 +14,17 @@ struct MapFull: Error {}
 /// Buffers returned by these calls point into LMDB's memory map: they are valid only until the
 /// transaction ends or (in a write transaction) the next change, and must never escape the closure
 /// that received the transaction.
-protocol TransactionReading {
+package protocol TransactionReading {
     var pointer: OpaquePointer { get }
     var path: String { get }
 }
 
+// Inlinable: the disk tier's reads call these for every lookup, and across the module boundary a
+// protocol extension's method would otherwise run unspecialized.
 extension TransactionReading {
     /// The value stored under `key`, or nil.
-    func get(_ database: Database, _ key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+    @inlinable
+    package func get(_ database: Database, _ key: [UInt8]) throws -> UnsafeRawBufferPointer? {
         try key.withUnsafeBytes { keyBytes in
             var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
             var v = MDB_val()
@@ -37,8 +40,9 @@ extension TransactionReading {
     ///
     /// - Parameter bytewiseOrdered: the database compares keys as bytes (every database of the
     ///   store; not LMDB's free list): a key that does not follow the one before throws
-    ///   ``CacheError/damagedStore(path:reason:)``, so a walk over damaged pages ends.
-    func forEach(
+    ///   ``StorageError/damagedStore(path:reason:)``, so a walk over damaged pages ends.
+    @inlinable
+    package func forEach(
         _ database: Database, from start: [UInt8]? = nil, bytewiseOrdered: Bool = true,
         _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) throws {
@@ -64,7 +68,7 @@ extension TransactionReading {
             // A key longer than LMDB allows (511 bytes) comes from a damaged page: its size would
             // send a read past the page.
             guard k.mv_size <= 511 else {
-                throw CacheError.damagedStore(path: path, reason: "a key longer than LMDB allows: its page is damaged")
+                throw StorageError.damagedStore(path: path, reason: "a key longer than LMDB allows: its page is damaged")
             }
             let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
             let value = UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
@@ -73,7 +77,7 @@ extension TransactionReading {
                 ? start.map { !key.lexicographicallyPrecedes($0) } ?? true
                 : previous.lexicographicallyPrecedes(key)
             guard inOrder else {
-                throw CacheError.damagedStore(
+                throw StorageError.damagedStore(
                     path: path, reason: "a database's keys are out of order: its pages are damaged")
             }
             if try !body(key, value) { return }
@@ -86,7 +90,8 @@ extension TransactionReading {
     }
 
     /// The first key in `database` (a copy), or nil when it is empty.
-    func firstKey(_ database: Database) throws -> [UInt8]? {
+    @inlinable
+    package func firstKey(_ database: Database) throws -> [UInt8]? {
         var first: [UInt8]?
         try forEach(database) { key, _ in
             first = Array(key)
@@ -96,7 +101,8 @@ extension TransactionReading {
     }
 
     /// The last key in `database` (a copy), or nil when it is empty.
-    func lastKey(_ database: Database) throws -> [UInt8]? {
+    @inlinable
+    package func lastKey(_ database: Database) throws -> [UInt8]? {
         var cursor: OpaquePointer?
         try LMDBStatus.check(mdb_cursor_open(pointer, database.handle, &cursor), "mdb_cursor_open", path: path)
         defer { mdb_cursor_close(cursor) }
@@ -109,7 +115,8 @@ extension TransactionReading {
     }
 
     /// Number of entries in `database`.
-    func count(_ database: Database) throws -> Int {
+    @inlinable
+    package func count(_ database: Database) throws -> Int {
         var stat = MDB_stat()
         try LMDBStatus.check(mdb_stat(pointer, database.handle, &stat), "mdb_stat", path: path)
         return stat.ms_entries
@@ -117,21 +124,21 @@ extension TransactionReading {
 }
 
 /// A read-only snapshot. Obtained from ``Environment/read(_:)``; never outlives that call.
-struct ReadTransaction: TransactionReading {
-    let pointer: OpaquePointer
-    let path: String
+package struct ReadTransaction: TransactionReading {
+    package let pointer: OpaquePointer
+    package let path: String
 }
 
 /// A write transaction on the writer thread. Obtained from ``Environment/write(_:)``.
-struct WriteTransaction: TransactionReading {
-    let pointer: OpaquePointer
-    let path: String
+package struct WriteTransaction: TransactionReading {
+    package let pointer: OpaquePointer
+    package let path: String
     /// Set by every call that changed the snapshot. LMDB commits a transaction that changed
     /// nothing without syncing anything, so a commit meant to be durable must know.
-    let changes = ChangeMark()
+    package let changes = ChangeMark()
 
-    final class ChangeMark {
-        fileprivate(set) var changed = false
+    package final class ChangeMark {
+        package fileprivate(set) var changed = false
     }
 
     init(pointer: OpaquePointer, path: String) {
@@ -140,25 +147,25 @@ struct WriteTransaction: TransactionReading {
     }
 
     /// Stores `value` under `key`, replacing any value there.
-    func put(_ database: Database, _ key: [UInt8], _ value: UnsafeRawBufferPointer) throws {
+    package func put(_ database: Database, _ key: [UInt8], _ value: UnsafeRawBufferPointer) throws {
         try key.withUnsafeBytes { try put(database, rawKey: $0, value) }
     }
 
     /// ``put(_:_:_:)-(_,[UInt8],_)`` with the key's bytes in place (no array).
-    func put(_ database: Database, rawKey key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws {
+    package func put(_ database: Database, rawKey key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws {
         var k = lmdbcache_val(key.baseAddress, key.count)
         var v = lmdbcache_val(value.baseAddress, value.count)
         try check(mdb_put(pointer, database.handle, &k, &v, 0), "mdb_put")
         changes.changed = true
     }
 
-    func put(_ database: Database, _ key: [UInt8], _ value: [UInt8]) throws {
+    package func put(_ database: Database, _ key: [UInt8], _ value: [UInt8]) throws {
         try value.withUnsafeBytes { try put(database, key, $0) }
     }
 
     /// Stores `value` under `key` unless the key is present; false (and nothing changed) if it is.
     /// One search instead of a lookup followed by a put.
-    func putIfAbsent(_ database: Database, _ key: [UInt8], _ value: UnsafeRawBufferPointer) throws -> Bool {
+    package func putIfAbsent(_ database: Database, _ key: [UInt8], _ value: UnsafeRawBufferPointer) throws -> Bool {
         try key.withUnsafeBytes { keyBytes in
             var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
             var v = lmdbcache_val(value.baseAddress, value.count)
@@ -172,13 +179,13 @@ struct WriteTransaction: TransactionReading {
 
     /// Removes `key`; returns false when it was not there.
     @discardableResult
-    func delete(_ database: Database, _ key: [UInt8]) throws -> Bool {
+    package func delete(_ database: Database, _ key: [UInt8]) throws -> Bool {
         try key.withUnsafeBytes { try delete(database, rawKey: $0) }
     }
 
     /// ``delete(_:_:)`` with the key's bytes in place (no array).
     @discardableResult
-    func delete(_ database: Database, rawKey key: UnsafeRawBufferPointer) throws -> Bool {
+    package func delete(_ database: Database, rawKey key: UnsafeRawBufferPointer) throws -> Bool {
         var k = lmdbcache_val(key.baseAddress, key.count)
         let code = mdb_del(pointer, database.handle, &k, nil)
         if code == MDB_NOTFOUND { return false }
@@ -188,7 +195,7 @@ struct WriteTransaction: TransactionReading {
     }
 
     /// Removes every entry of `database`.
-    func empty(_ database: Database) throws {
+    package func empty(_ database: Database) throws {
         try check(mdb_drop(pointer, database.handle, 0), "mdb_drop")
         changes.changed = true
     }

@@ -1,19 +1,19 @@
 import CLMDB
 
 /// The size and use of a store's data file, as LMDB reports them.
-struct PageStatistics: Sendable {
-    var pageSize: Int
+package struct PageStatistics: Sendable {
+    package var pageSize: Int
     /// Pages from the start of the file up to the last one ever used.
-    var pagesUsedOrFree: Int
+    package var pagesUsedOrFree: Int
     /// Pages in that range that are free (listed in LMDB's free list) and reused by later writes.
-    var freePages: Int
-    var mapSize: Int
+    package var freePages: Int
+    package var mapSize: Int
 }
 
 extension Environment {
     /// The data file's page size, extent and free pages. Reads LMDB's free list (database 0) in
     /// one read transaction: O(free-list entries).
-    func pageStatistics() throws -> PageStatistics {
+    package func pageStatistics() throws -> PageStatistics {
         let (pageSize, lastPage, mapSize) = try withEnvironmentPointer { env in
             var stat = MDB_stat()
             mdb_env_stat(env, &stat)

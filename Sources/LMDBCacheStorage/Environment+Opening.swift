@@ -26,7 +26,7 @@ extension Environment {
         var created: OpaquePointer?
         try LMDBStatus.check(mdb_env_create(&created), "mdb_env_create", path: directory)
         guard let created else {
-            throw CacheError.lmdb(code: -1, operation: "mdb_env_create", message: "no environment")
+            throw StorageError.lmdb(code: -1, operation: "mdb_env_create", message: "no environment")
         }
         do {
             try LMDBStatus.check(
@@ -48,7 +48,7 @@ extension Environment {
                 MDB_NOTLS | MDB_NORDAHEAD | Self.syncFlags(options.sync) | access | (noLock ? MDB_NOLOCK : 0))
             let code = mdb_env_open(created, store.resolved, flags, 0o600)
             if code == ENOMEM, let reason = implausibleMeta(store) {
-                throw CacheError.damagedStore(path: directory, reason: reason)
+                throw StorageError.damagedStore(path: directory, reason: reason)
             }
             try LMDBStatus.check(code, "mdb_env_open", path: directory)
             try checkOpenedFiles(created, store)
@@ -60,7 +60,7 @@ extension Environment {
                 opened = try openDatabases(created, options, creating: true, path: directory)
             }
             guard let opened else {
-                throw CacheError.directoryUnavailable(
+                throw StorageError.directoryUnavailable(
                     path: directory, reason: "not an LMDBCache store (it lacks one of its databases)")
             }
             try probe(created, directory, options.databases.compactMap { opened[$0]?.handle })
@@ -107,8 +107,8 @@ extension Environment {
         let addressSpace: UInt64 = 1 << 47
         let (pagesInUse, overflowPages) = meta.lastPage.addingReportingOverflow(1)
         let (committed, overflowBytes) = pagesInUse.multipliedReportingOverflow(by: max(meta.pageSize, 1))
-        if overflowPages || overflowBytes || committed > addressSpace
-            || committed > fileSize.multipliedReportingOverflow(by: 2).partialValue.addingSaturating(1 << 30)
+        let (slack, overflowSlack) = fileSize.multipliedReportingOverflow(by: 2).partialValue.addingReportingOverflow(1 << 30)
+        if overflowPages || overflowBytes || committed > addressSpace || (!overflowSlack && committed > slack)
         {
             return "its meta page says \(meta.lastPage) pages are in use, far past the file's \(fileSize) bytes"
         }
@@ -138,7 +138,7 @@ extension Environment {
                 // The store creates its databases with fixed flags, so a node for one of them
                 // whose flags differ in the main database is the file's damage.
                 mdb_txn_abort(txn)
-                throw CacheError.damagedStore(
+                throw StorageError.damagedStore(
                     path: path,
                     reason: "mdb_dbi_open(\(name)): the data file's entry for this database has other flags")
             }
@@ -161,7 +161,7 @@ extension Environment {
         try LMDBStatus.check(mdb_env_get_fd(env, &descriptor), "mdb_env_get_fd", path: store.path)
         let flags = fcntl(descriptor, F_GETFD)
         guard flags >= 0, fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) == 0 else {
-            throw CacheError.directoryUnavailable(path: store.path, reason: "cannot set close-on-exec: \(errnoText())")
+            throw StorageError.directoryUnavailable(path: store.path, reason: "cannot set close-on-exec: \(errnoText())")
         }
         try store.checkStoreFiles()
         var opened = stat()
@@ -170,7 +170,7 @@ extension Environment {
             fstatat(store.descriptor, StoreFiles.data, &named, AT_SYMLINK_NOFOLLOW) == 0,
             opened.st_dev == named.st_dev, opened.st_ino == named.st_ino
         else {
-            throw CacheError.directoryUnavailable(
+            throw StorageError.directoryUnavailable(
                 path: store.path, reason: "data.mdb changed while it was opened; another process replaced it")
         }
     }
@@ -191,14 +191,14 @@ extension Environment {
         try LMDBStatus.check(mdb_env_get_fd(env, &descriptor), "mdb_env_get_fd", path: directory)
         var file = stat()
         guard fstat(descriptor, &file) == 0 else {
-            throw CacheError.directoryUnavailable(path: directory, reason: "cannot stat data.mdb: \(errnoText())")
+            throw StorageError.directoryUnavailable(path: directory, reason: "cannot stat data.mdb: \(errnoText())")
         }
         let needed = (Int(info.me_last_pgno) + 1) * Int(statistics.ms_psize)
         guard Int(file.st_size) < needed else { return }
         let code = posix_fallocate(descriptor, 0, off_t(needed))
-        if code == ENOSPC { throw CacheError.diskFull(path: directory) }
+        if code == ENOSPC { throw StorageError.diskFull(path: directory) }
         if code != 0 {
-            throw CacheError.directoryUnavailable(
+            throw StorageError.directoryUnavailable(
                 path: directory, reason: "cannot extend data.mdb to its pages in use: \(errnoText(code))")
         }
     }
@@ -224,5 +224,12 @@ extension Environment {
                 }
             }
         }
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// The little-endian integer at `offset` (LMDB's meta page is little-endian on Linux's CPUs).
+    fileprivate func loadLE<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
+        T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
     }
 }

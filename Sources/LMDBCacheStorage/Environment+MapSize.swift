@@ -6,7 +6,7 @@ import Logging
 // mapping the store again when a resize fails.
 extension Environment {
     /// Current map size in bytes.
-    var mapSize: Int {
+    package var mapSize: Int {
         resizeLock.withSharedLock { unusable == nil ? currentMapSize : 0 }
     }
 
@@ -40,12 +40,12 @@ extension Environment {
     /// after adopting failed, a clear error (the flag is consumed, so a later call tries again).
     func mapResized(_ operation: String) -> any Error {
         guard adoptionFailed.exchange(false, ordering: .acquiringAndReleasing) else { return MapResized() }
-        return CacheError.resourceExhausted(
+        return StorageError.resourceExhausted(
             resource: "address space to map the store at the size another process grew it to", operation: operation)
     }
 
     func grow(attempt: Int) throws {
-        guard attempt <= Self.maxGrowthsPerWrite else { throw CacheError.diskFull(path: path) }
+        guard attempt <= Self.maxGrowthsPerWrite else { throw StorageError.diskFull(path: path) }
         try resizeLock.withExclusiveLock {
             if let unusable { throw unusable }
             let current = currentMapSize
@@ -62,7 +62,7 @@ extension Environment {
                     ])
                 recoverMap(previousSize: current, failure: code)
                 // The write needs a bigger map and cannot have one: as good as a full disk.
-                throw CacheError.diskFull(path: path)
+                throw StorageError.diskFull(path: path)
             }
             logger.debug(
                 "LMDBCache grew its map", metadata: ["path": .escaped(path), "from": "\(current)", "to": "\(next)"])
@@ -92,7 +92,7 @@ extension Environment {
             env = try Self.openEnvironment(directory, reopening).env
             logger.info("LMDBCache mapped its store again at the previous size", metadata: ["path": .escaped(path)])
         } catch {
-            unusable = CacheError.resourceExhausted(
+            unusable = StorageError.resourceExhausted(
                 resource:
                     "address space for the store's memory map (mapping it failed: \(errnoText(code)); "
                     + "opening it again failed: \(error)); close the cache and open it again",

@@ -1,10 +1,10 @@
 import Glibc
 
 /// The free space of the volume holding a path, as `statvfs` reports it.
-enum VolumeSpace {
+package enum VolumeSpace {
     /// Bytes available to an unprivileged writer on the volume holding `path`; nil when it cannot
     /// be read.
-    static func available(at path: String) -> Int? {
+    package static func available(at path: String) -> Int? {
         var info = statvfs()
         guard statvfs(path, &info) == 0 else { return nil }
         // Values from the kernel, but a FUSE or network file system makes them up: saturate.
@@ -13,7 +13,7 @@ enum VolumeSpace {
     }
 
     /// True when the volume holding `path` has less than 1 MiB available to the store.
-    static func isNearlyFull(at path: String) -> Bool {
+    package static func isNearlyFull(at path: String) -> Bool {
         available(at: path).map { $0 < 1 << 20 } ?? false
     }
 }
@@ -21,18 +21,18 @@ enum VolumeSpace {
 /// A file of reserved space in the cache directory: on a full volume even a transaction that only
 /// deletes needs fresh pages, so the emergency trim first gives this space back, and takes it
 /// again once writes succeed.
-struct SpaceReserve {
-    let path: String
+package struct SpaceReserve {
+    package let path: String
     /// 1 MiB: room for the copy-on-write pages of several trim transactions.
-    static let size = 1 << 20
+    package static let size = 1 << 20
 
-    init(directory: StoreDirectory) {
+    package init(directory: StoreDirectory) {
         path = directory.file(StoreFiles.spaceReserve)
     }
 
     /// Allocates the reserve unless it is already there; false when the volume has no room.
     @discardableResult
-    func take() -> Bool {
+    package func take() -> Bool {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -40,7 +40,7 @@ struct SpaceReserve {
     }
 
     /// Frees the reserve; true when there was one.
-    func release() -> Bool {
+    package func release() -> Bool {
         unlink(path) == 0
     }
 }

@@ -15,7 +15,7 @@ import Logging
 /// Open file description locks (`F_OFD_SETLK`), not `flock`: converting a shared `flock` to an
 /// exclusive one is not atomic (a failed attempt can drop the shared lock, letting a second
 /// compactor in), while a failed `F_OFD_SETLK` upgrade leaves the shared lock in place.
-final class ProcessPresence: @unchecked Sendable {
+package final class ProcessPresence: @unchecked Sendable {
     /// -1 once closed (or for a read-only open of a store without the file).
     private let descriptor: Locked<Int32>
 
@@ -25,16 +25,16 @@ final class ProcessPresence: @unchecked Sendable {
 
     /// Opens `processes.lock` in `directory` and takes the shared lock, waiting up to `timeout`
     /// while another process holds it exclusively (a compaction or repair copying the store), then
-    /// throwing ``CacheError/storeInUse(path:operation:)``. `readOnly` neither creates the file
+    /// throwing ``StorageError/storeInUse(path:operation:)``. `readOnly` neither creates the file
     /// nor fails without it (a store only inspected then simply does not show).
-    init(directory: StoreDirectory, readOnly: Bool = false, timeout: Duration, logger: Logger) throws {
+    package init(directory: StoreDirectory, readOnly: Bool = false, timeout: Duration, logger: Logger) throws {
         let flags = (readOnly ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NOFOLLOW
         let file = openat(directory.descriptor, StoreFiles.processPresence, flags, 0o600)
         let openError = errno  // before anything else can change it
         descriptor = Locked(file)
         if readOnly && file < 0 && openError == ENOENT { return }
         guard file >= 0 else {
-            throw CacheError.directoryUnavailable(
+            throw StorageError.directoryUnavailable(
                 path: directory.path, reason: "cannot open processes.lock: \(errnoText(openError))")
         }
         // Polled, not waited on with F_OFD_SETLKW: a wait could not end at a deadline.
@@ -55,11 +55,11 @@ final class ProcessPresence: @unchecked Sendable {
         guard code == 0 else {
             close()
             if code == EAGAIN || code == EACCES {
-                throw CacheError.storeInUse(
+                throw StorageError.storeInUse(
                     path: directory.path,
                     operation: "open (waited \(timeout) for another process's compaction or repair)")
             }
-            throw CacheError.directoryUnavailable(
+            throw StorageError.directoryUnavailable(
                 path: directory.path, reason: "cannot lock processes.lock: \(errnoText(code))")
         }
     }
@@ -78,7 +78,7 @@ final class ProcessPresence: @unchecked Sendable {
 
     /// Stops counting this process (closes the file, which releases the lock). Call after LMDB
     /// has closed the store. Calling it again does nothing.
-    func close() {
+    package func close() {
         descriptor.withLock { descriptor in
             if descriptor >= 0 { Glibc.close(descriptor) }
             descriptor = -1
@@ -87,7 +87,7 @@ final class ProcessPresence: @unchecked Sendable {
 
     /// Runs `body` holding the lock exclusively; nil, without running it, when another process
     /// holds it (or this handle is closed). Other processes' opens wait until `body` returns.
-    func alone<T>(_ body: () throws -> T) rethrows -> T? {
+    package func alone<T>(_ body: () throws -> T) rethrows -> T? {
         try descriptor.withLock { descriptor -> T? in
             guard descriptor >= 0, Self.lock(descriptor, F_WRLCK, waiting: false) == 0 else { return nil }
             // Back to shared: a downgrade never conflicts, and never waits.

@@ -1,7 +1,7 @@
 import Logging
 
 /// How LMDBCache shows text it did not write itself (keys, paths, cache names, stored strings,
-/// other code's error messages) in log messages and in ``CacheError``'s descriptions.
+/// other code's error messages) in log messages and in errors' descriptions.
 ///
 /// Such text may hold whatever a client sent. Shown as it is, a newline in a key forges a log
 /// line, an escape sequence rewrites an operator's terminal, a bidirectional control reorders
@@ -54,16 +54,10 @@ package enum LoggedText {
         return rendered
     }
 
-    /// A key as ``render(_:limit:)`` shows it: its description, at most ``keyLimit`` characters.
-    package static func key(_ key: some CacheKey) -> String {
-        if let string = key as? String { return render(string, limit: keyLimit) }
-        return render(String(describing: key), limit: keyLimit)
-    }
-
-    /// An error's description as ``render(_:limit:)`` shows it; a ``CacheError``'s own
-    /// description, which renders the text it carries already.
+    /// An error's description as ``render(_:limit:)`` shows it; the description of an error
+    /// that renders the text it carries already (``RenderedDescription``) as it is.
     package static func error(_ error: any Error) -> String {
-        if let error = error as? CacheError { return error.description }
+        if let error = error as? any RenderedDescription { return error.description }
         return render(String(describing: error))
     }
 
@@ -101,9 +95,10 @@ extension Logger.MetadataValue {
     package static func escaped(_ error: any Error) -> Self {
         .string(LoggedText.error(error))
     }
-
-    /// `key` as ``LoggedText/key(_:)`` shows it: escaped and cut to ``LoggedText/keyLimit`` characters.
-    package static func escaped(key: some CacheKey) -> Self {
-        .string(LoggedText.key(key))
-    }
 }
+
+/// An error whose description renders (``LoggedText/render(_:limit:)``) the text it carries
+/// already, so ``LoggedText/error(_:)`` shows it as it is.
+package protocol RenderedDescription: CustomStringConvertible {}
+
+extension StorageError: RenderedDescription {}

@@ -1,18 +1,21 @@
 import CLMDB
 import Glibc
 
-/// Maps LMDB return codes to ``CacheError``: the one place that knows what each code means.
-enum LMDBStatus {
-    /// Throws the ``CacheError`` for `code` unless it is `MDB_SUCCESS`.
-    @inline(__always)
-    static func check(_ code: Int32, _ operation: @autoclosure () -> String, path: String) throws {
+/// Maps LMDB return codes to ``StorageError``: the one place that knows what each code means.
+package enum LMDBStatus {
+    /// `MDB_READERS_FULL`, for the fault-injection tests, which make LMDB's calls return it.
+    package static let readersFull: Int32 = MDB_READERS_FULL
+
+    /// Throws the ``StorageError`` for `code` unless it is `MDB_SUCCESS`.
+    @inlinable @inline(__always)
+    package static func check(_ code: Int32, _ operation: @autoclosure () -> String, path: String) throws {
         if code != MDB_SUCCESS {
             throw error(code, operation(), path: path)
         }
     }
 
     /// True for the codes that mean the file itself is damaged.
-    static func isDamage(_ code: Int32) -> Bool {
+    package static func isDamage(_ code: Int32) -> Bool {
         switch code {
         case MDB_CORRUPTED, MDB_PAGE_NOTFOUND, MDB_INVALID, MDB_VERSION_MISMATCH, MDB_PANIC:
             return true
@@ -21,7 +24,7 @@ enum LMDBStatus {
         }
     }
 
-    static func error(_ code: Int32, _ operation: String, path: String) -> CacheError {
+    package static func error(_ code: Int32, _ operation: String, path: String) -> StorageError {
         switch code {
         case MDB_CORRUPTED, MDB_PAGE_NOTFOUND:
             return .damagedStore(path: path, reason: "\(operation): the data file's pages are inconsistent")

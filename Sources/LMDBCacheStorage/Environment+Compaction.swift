@@ -7,13 +7,13 @@ extension Environment {
     /// `MDB_CP_COMPACT` into `compact.tmp/` in the directory, then, with every transaction of
     /// this process kept out, closes the environment, renames the copy over `data.mdb` (atomic)
     /// and opens it again. Writer only; the caller makes sure no other process has the store open.
-    func compactInPlace() throws {
+    package func compactInPlace() throws {
         precondition(writer.isCurrent, "compaction runs on the writer thread")
         let temporary = directory.file(StoreFiles.compactionFolder)
         let shownTemporary = path + "/" + StoreFiles.compactionFolder
         try Self.removeCompactionFolder(temporary, shownAs: shownTemporary)
         guard mkdir(temporary, 0o700) == 0 else {
-            throw CacheError.directoryUnavailable(path: shownTemporary, reason: "cannot create it: \(errnoText())")
+            throw StorageError.directoryUnavailable(path: shownTemporary, reason: "cannot create it: \(errnoText())")
         }
         defer { try? Self.removeCompactionFolder(temporary, shownAs: shownTemporary) }
         try resizeLock.withSharedLock {
@@ -23,7 +23,7 @@ extension Environment {
         }
         // mdb_env_copy2 creates the copy with mode 0644 less the umask: keep the store owner-only.
         guard chmod(temporary + "/" + StoreFiles.data, 0o600) == 0 else {
-            throw CacheError.directoryUnavailable(
+            throw StorageError.directoryUnavailable(
                 path: shownTemporary, reason: "cannot restrict the copy: \(errnoText())")
         }
         do {
@@ -57,15 +57,15 @@ extension Environment {
                 env = try Self.openEnvironment(directory, options).env
             } catch {
                 // `env` is closed: no later call may touch it, and close() must not close it again.
-                let cacheError = error as? CacheError ?? .directoryUnavailable(path: path, reason: "\(error)")
+                let cacheError = error as? StorageError ?? .directoryUnavailable(path: path, reason: "\(error)")
                 unusable = .directoryUnavailable(
                     path: path,
                     reason: "the store could not be opened again after compaction (\(cacheError)); reopen it")
                 throw cacheError
             }
-            if openElsewhere { throw CacheError.storeInUse(path: path, operation: "compact") }
+            if openElsewhere { throw StorageError.storeInUse(path: path, operation: "compact") }
             if !swapped {
-                throw CacheError.directoryUnavailable(
+                throw StorageError.directoryUnavailable(
                     path: path, reason: "cannot swap in the compacted file: \(renameFailure)")
             }
         }
@@ -83,11 +83,11 @@ extension Environment {
                 Glibc.close(directory)
             }
             guard rmdir(folder) == 0 || errno == ENOENT else {
-                throw CacheError.directoryUnavailable(path: shown, reason: "cannot remove it: \(errnoText())")
+                throw StorageError.directoryUnavailable(path: shown, reason: "cannot remove it: \(errnoText())")
             }
         } else {
             guard unlink(folder) == 0 || errno == ENOENT else {
-                throw CacheError.directoryUnavailable(path: shown, reason: "cannot remove it: \(errnoText())")
+                throw StorageError.directoryUnavailable(path: shown, reason: "cannot remove it: \(errnoText())")
             }
         }
     }

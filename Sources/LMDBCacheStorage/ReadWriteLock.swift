@@ -5,10 +5,11 @@ import Glibc
 ///
 /// Used where many short operations may run together but one rare operation must run alone:
 /// transactions against a map resize, and cache calls against `close()`.
-final class ReadWriteLock: @unchecked Sendable {
-    private let lock: UnsafeMutablePointer<pthread_rwlock_t>
+// Inlinable: cache calls in LMDBCache take it on every operation.
+package final class ReadWriteLock: @unchecked Sendable {
+    @usableFromInline let lock: UnsafeMutablePointer<pthread_rwlock_t>
 
-    init() {
+    package init() {
         lock = .allocate(capacity: 1)
         var attributes = pthread_rwlockattr_t()
         pthread_rwlockattr_init(&attributes)
@@ -22,16 +23,20 @@ final class ReadWriteLock: @unchecked Sendable {
         lock.deallocate()
     }
 
-    func lockShared() { pthread_rwlock_rdlock(lock) }
-    func unlockShared() { pthread_rwlock_unlock(lock) }
+    @inlinable
+    package func lockShared() { pthread_rwlock_rdlock(lock) }
+    @inlinable
+    package func unlockShared() { pthread_rwlock_unlock(lock) }
 
-    func withSharedLock<T>(_ body: () throws -> T) rethrows -> T {
+    @inlinable
+    package func withSharedLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_rwlock_rdlock(lock)
         defer { pthread_rwlock_unlock(lock) }
         return try body()
     }
 
-    func withExclusiveLock<T>(_ body: () throws -> T) rethrows -> T {
+    @inlinable
+    package func withExclusiveLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_rwlock_wrlock(lock)
         defer { pthread_rwlock_unlock(lock) }
         return try body()

@@ -3,9 +3,9 @@ import Glibc
 
 /// Identifies a directory by device and inode, so two paths to one directory (symbolic links,
 /// `..`, bind mounts) find the same entry.
-struct DirectoryIdentity: Hashable, Sendable {
-    let device: UInt64
-    let inode: UInt64
+package struct DirectoryIdentity: Hashable, Sendable {
+    package let device: UInt64
+    package let inode: UInt64
 }
 
 /// Shares one object per directory per process, counted by handles.
@@ -17,7 +17,7 @@ struct DirectoryIdentity: Hashable, Sendable {
 /// Objects are created and closed outside the registry's lock: an open may wait (for another
 /// process's compaction, for LMDB's locks), and only opens and closes of the same directory wait
 /// for it. Opening cache B never waits for cache A.
-final class DirectoryRegistry<Object: AnyObject & Sendable>: @unchecked Sendable {
+package final class DirectoryRegistry<Object: AnyObject & Sendable>: @unchecked Sendable {
     private enum State {
         /// A handle is creating the object; others for the directory wait.
         case opening
@@ -30,16 +30,16 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: @unchecked Sendable
     private let condition = NSCondition()
     private var states: [DirectoryIdentity: State] = [:]
 
-    init() {}
+    package init() {}
 
     /// Opens and checks `directory` (``StoreDirectory``; created owner-only when missing, unless
     /// `existing`), then returns the object for it, calling `create` only if no handle has it open.
     ///
     /// While another thread of this process is opening the same directory (which may itself be
     /// waiting, for as long as its own timeout, for another process's compaction), this open
-    /// waits at most `timeout`, then throws ``CacheError/storeInUse(path:operation:)``: an open's
+    /// waits at most `timeout`, then throws ``StorageError/storeInUse(path:operation:)``: an open's
     /// wait is bounded by its own timeout, not by a longer one another caller chose.
-    func acquire(
+    package func acquire(
         directory: String, existing: Bool = false, timeout: Duration? = nil,
         create: (StoreDirectory) throws -> Object
     ) throws -> (object: Object, identity: DirectoryIdentity) {
@@ -63,7 +63,7 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: @unchecked Sendable
                     continue
                 }
                 condition.unlock()
-                throw CacheError.storeInUse(
+                throw StorageError.storeInUse(
                     path: directory,
                     operation: "open (waited \(timeout) for another open of the same store in this process)")
             case .closing:
@@ -88,7 +88,7 @@ final class DirectoryRegistry<Object: AnyObject & Sendable>: @unchecked Sendable
 
     /// Gives back one handle; when it was the last, `close` runs (a concurrent open of the same
     /// directory waits for it; other directories do not).
-    func release(_ identity: DirectoryIdentity, close: (Object) -> Void) {
+    package func release(_ identity: DirectoryIdentity, close: (Object) -> Void) {
         condition.lock()
         guard case .open(let object, let handles) = states[identity] else {
             condition.unlock()

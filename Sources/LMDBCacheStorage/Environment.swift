@@ -4,37 +4,44 @@ import Glibc
 import Logging
 import Synchronization
 
-/// What to do when the store's file turns out to be damaged on open.
-public enum DamagedStorePolicy: Sendable {
-    /// Move the damaged file aside (`data.mdb.damaged-<time>`, keeping the newest 3), log an error and start empty.
-    case recreate
-    /// Throw ``CacheError/damagedStore(path:reason:)``.
-    case fail
-}
-
 /// One open LMDB environment (a directory holding `data.mdb` and `lock.mdb`).
 ///
 /// Owns the memory map and its growth, a pool of reusable read transactions, and the writer
 /// thread. Environments are opened only by objects shared through ``DirectoryRegistry``, so a
 /// directory is open at most once per process, as LMDB requires.
-final class Environment: @unchecked Sendable {
-    struct Options: Sendable {
-        var initialMapSize: Int
-        var maxReaders: UInt32 = 1_024
+package final class Environment: @unchecked Sendable {
+    package struct Options: Sendable {
+        package var initialMapSize: Int
+        package var maxReaders: UInt32 = 1_024
         /// How commits reach the disk; ``Environment/syncFlags(_:)`` says in LMDB's flags.
-        var sync: SyncMode
-        var damagedStore: DamagedStorePolicy
-        var databases: [String]
+        package var sync: SyncMode
+        /// On open, a damaged data file is set aside (`data.mdb.damaged-<time>`, keeping the
+        /// newest 3) and the store starts empty; otherwise the open throws
+        /// ``StorageError/damagedStore(path:reason:)``.
+        package var setsAsideDamagedFile: Bool
+        package var databases: [String]
         /// Opens with `MDB_RDONLY`: no write transaction, no file created, the databases must
         /// exist. For inspecting a store (`cache-dump`) without changing it.
-        var readOnly = false
+        package var readOnly = false
         /// How long an open waits while another process has the store to itself.
-        var openTimeout: Duration = .seconds(30)
+        package var openTimeout: Duration = .seconds(30)
+
+        package init(
+            initialMapSize: Int, sync: SyncMode, setsAsideDamagedFile: Bool, databases: [String], readOnly: Bool = false,
+            openTimeout: Duration = .seconds(30)
+        ) {
+            self.initialMapSize = initialMapSize
+            self.sync = sync
+            self.setsAsideDamagedFile = setsAsideDamagedFile
+            self.databases = databases
+            self.readOnly = readOnly
+            self.openTimeout = openTimeout
+        }
     }
 
     /// How commits reach the disk. The disk tier picks one from its durability; only Storage/
     /// knows LMDB's flags for it.
-    enum SyncMode: Sendable, Equatable {
+    package enum SyncMode: Sendable, Equatable {
         /// Each commit syncs its data pages, not the meta page (`MDB_NOMETASYNC`).
         case everyCommit
         /// Commits skip the sync (`MDB_NOSYNC`); ``sync()`` makes them durable, and
@@ -43,11 +50,11 @@ final class Environment: @unchecked Sendable {
     }
 
     /// The opened cache directory (``StoreDirectory``): LMDB and every file swap go through it.
-    let directory: StoreDirectory
+    package let directory: StoreDirectory
     /// The directory as the caller named it, for messages.
-    let path: String
-    let writer: WriterThread
-    let databases: [String: Database]
+    package let path: String
+    package let writer: WriterThread
+    package let databases: [String: Database]
     /// Replaced only by ``compactInPlace()``, under the exclusive resize lock; every other use
     /// holds that lock shared or runs on the writer thread.
     ///
@@ -56,11 +63,11 @@ final class Environment: @unchecked Sendable {
     var env: OpaquePointer
     /// Set, under the exclusive resize lock, when `env` was closed and could not be opened again
     /// (a compaction's reopen failed): every later call throws it instead of touching `env`.
-    var unusable: CacheError?
+    var unusable: StorageError?
     /// Set when adopting a map another process grew failed: the next `MDB_MAP_RESIZED` is
     /// thrown as a clear error instead of adopting again, so a read or write cannot loop.
     let adoptionFailed = Atomic<Bool>(false)
-    let options: Options
+    package let options: Options
     let resizeLock = ReadWriteLock()
     let logger: Logger
     /// Reset read transactions waiting to be renewed. With MDB_NOTLS each keeps its reader slot.
@@ -83,9 +90,9 @@ final class Environment: @unchecked Sendable {
     struct MapResized: Error {}
 
     /// Opens the environment in `directory` (which must exist), setting a damaged file aside when
-    /// `options.damagedStore` says so and no other process has the store open. The caller holds
+    /// `options.setsAsideDamagedFile` says so and no other process has the store open. The caller holds
     /// `presence` (shared) from before this call until after ``close()``.
-    static func open(directory: StoreDirectory, options: Options, presence: ProcessPresence, logger: Logger) throws
+    package static func open(directory: StoreDirectory, options: Options, presence: ProcessPresence, logger: Logger) throws
         -> Environment
     {
         if !options.readOnly {
@@ -93,8 +100,8 @@ final class Environment: @unchecked Sendable {
         }
         do {
             return try Environment(directory: directory, options: options, logger: logger)
-        } catch let error as CacheError {
-            guard case .damagedStore(_, let reason) = error, options.damagedStore == .recreate, !options.readOnly else {
+        } catch let error as StorageError {
+            guard case .damagedStore(_, let reason) = error, options.setsAsideDamagedFile, !options.readOnly else {
                 throw error
             }
             // Renaming the file under another process's map would leave it writing to the
@@ -108,20 +115,20 @@ final class Environment: @unchecked Sendable {
                         "movedTo": .escaped(directory.path + "/" + aside),
                     ])
                 guard !ProcessPresence.lmdbOpenElsewhere(directory: directory) else {
-                    throw CacheError.damagedStore(
+                    throw StorageError.damagedStore(
                         path: directory.path,
                         reason: "\(reason); not moved aside while another process has the store open")
                 }
                 SyncedSnapshot.forget(directory: directory)
                 guard renameat(directory.descriptor, StoreFiles.data, directory.descriptor, aside) == 0 else {
-                    throw CacheError.damagedStore(
+                    throw StorageError.damagedStore(
                         path: directory.path, reason: "\(reason); moving it aside failed: \(errnoText())")
                 }
                 SetAsideFiles.removeOld(in: directory, keeping: aside, logger: logger)
                 return try Environment(directory: directory, options: options, logger: logger)
             }
             guard let reopened else {
-                throw CacheError.damagedStore(
+                throw StorageError.damagedStore(
                     path: directory.path, reason: "\(reason); not moved aside while another process has the store open")
             }
             return reopened
@@ -160,7 +167,7 @@ final class Environment: @unchecked Sendable {
     }
 
     /// Ends the writer thread and closes the environment. Call once, when no other call is running.
-    func close() {
+    package func close() {
         writer.stop()
         abortIdleReaders()
         syncedSnapshot?.release()
@@ -174,7 +181,7 @@ final class Environment: @unchecked Sendable {
     // MARK: Reading
 
     /// Runs `body` in a read transaction taken from the pool. Never opens a write transaction.
-    func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
+    package func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
         while true {
             resizeLock.lockShared()
             let txn: OpaquePointer
@@ -231,7 +238,7 @@ final class Environment: @unchecked Sendable {
     /// commit: the data pages' fdatasync, then the meta page through LMDB's `O_DSYNC` descriptor),
     /// so on return this commit and every one before it survive a power loss without a separate
     /// ``sync()``. In `.onRequest` mode `durably` changes nothing: ``sync()`` is still needed.
-    func write<T>(durably: Bool = false, _ body: (WriteTransaction) throws -> T) throws -> T {
+    package func write<T>(durably: Bool = false, _ body: (WriteTransaction) throws -> T) throws -> T {
         precondition(writer.isCurrent, "LMDB write transactions run on the writer thread")
         var growths = 0
         while true {
@@ -244,7 +251,7 @@ final class Environment: @unchecked Sendable {
             let begin = mdb_txn_begin(env, nil, 0, &txn)
             if begin == MDB_MAP_RESIZED {
                 resizeLock.unlockShared()
-                if let failure = mapResized("writing to the store") as? CacheError { throw failure }
+                if let failure = mapResized("writing to the store") as? StorageError { throw failure }
                 adoptGrownMap()
                 continue
             }
@@ -307,7 +314,7 @@ final class Environment: @unchecked Sendable {
     /// Writes buffered pages and the meta page to disk; in `.periodic` mode also records the
     /// synced snapshot and keeps it recoverable until the next sync (``SyncedSnapshot``).
     /// Writer thread only.
-    func sync() throws {
+    package func sync() throws {
         while true {
             let done = try resizeLock.withSharedLock {
                 if let unusable { throw unusable }
@@ -323,7 +330,7 @@ final class Environment: @unchecked Sendable {
     }
 
     /// Runs `body` with the environment pointer, kept valid (no compaction swaps it) meanwhile.
-    func withEnvironmentPointer<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
+    package func withEnvironmentPointer<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
         try resizeLock.withSharedLock {
             if let unusable { throw unusable }
             return try body(env)
