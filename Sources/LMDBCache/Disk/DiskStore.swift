@@ -12,8 +12,10 @@ import Synchronization
 //   Disk/DiskCache.swift        `entry(forKey:)`: the key becomes a StorageKey (StorageKey.swift),
 //                               the clock gives `now`, and the store is asked.
 //   Disk/DiskStore+Reads.swift  `lookUp`: a write still queued (PendingWrites.swift) wins; else
-//   LMDBCacheStorage/Environment.swift   `read` lends a pooled read transaction, and
-//   Storage/Transaction.swift   `get` returns the record's bytes from the LMDB page (no copy).
+//   Disk/StoreEnvironment.swift `read` (errors become CacheError here) asks the storage layer:
+//   LMDBCacheStorage/           Environment.swift's `read` lends a pooled read transaction, and
+//                               Transaction.swift's `get` returns the record's bytes from the LMDB
+//                               page (no copy).
 //   Disk/Record.swift           `read` checks checksum, key and expiry and inflates the value
 //                               (Deflate.swift, libdeflate).
 //   Disk/DiskStore+Reads.swift  `noteRead`: RecentAccesses.swift says whether the use on record
@@ -26,8 +28,9 @@ import Synchronization
 //                               or leaves a value to deflate to the writer (PendingWrites.swift);
 //                               under the key's lock the memory tier is set and `enqueue` called.
 //   Disk/DiskStore+Writes.swift `enqueue` adds it to PendingWrites and wakes the writer thread
-//                               (Storage/WriterThread.swift), which runs `drain`: each batch is one
-//   LMDBCacheStorage/Environment.swift   `write` transaction, where `apply` (DiskStore+Batch.swift) puts
+//                               (LMDBCacheStorage/WriterThread.swift), which runs `drain`: each
+//                               batch is one `write` transaction (LMDBCacheStorage/Environment.swift,
+//                               through Disk/StoreEnvironment.swift), where `apply` (DiskStore+Batch.swift) puts
 //   Disk/DiskDatabases.swift    the record and its index entries (records, access, expiry) and
 //                               updates Totals.swift.
 //   Disk/DiskStore+Trimming.swift  a batch past the limits is followed by a trim, whose
