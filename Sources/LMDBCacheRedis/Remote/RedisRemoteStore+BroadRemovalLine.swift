@@ -10,7 +10,9 @@ extension RedisRemoteStore {
     /// sent at once, would meet a value the removal has yet to remove, be superseded and dropped
     /// here, and the next get would load again: one load per get for as long as a cluster's
     /// removal takes. Held, the value serves from the local tiers, and lands once the removal
-    /// has (unless a removal or write newer than its load's start is there).
+    /// has (unless a removal or write newer than its load's start is there). One held for longer
+    /// than ``RedisConfiguration/writeRetryLimit`` is given up when it comes back, and leaves
+    /// this cache's tiers (``dropOwnCopy(of:)``): its load may have missed Redis's value.
     struct BroadRemovals {
         var running: BroadRemoval?
         var waiting: [PendingWrite] = []
