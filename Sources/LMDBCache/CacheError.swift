@@ -59,14 +59,15 @@ extension CacheError: CustomStringConvertible {
     /// separator and unassigned code point) and cut short, ending `…[N bytes]`: a key after 64
     /// characters, other text after 1,024. So a message is one line that holds nothing a client
     /// could use to forge a log line or rewrite a terminal, whatever the key. The associated
-    /// values keep the text as it was.
+    /// values keep the text as it was. The cases the storage layer also throws take its wording
+    /// (`StorageError`'s description), so each message is written once.
     public var description: String {
         let text = { (text: String) in LoggedText.render(text) }
         switch self {
         case .closed:
-            return "the cache is closed; open a new instance to use the directory again"
+            return StorageError.closed.description
         case .invalidKey(let reason):
-            return "invalid key: \(text(reason))"
+            return StorageError.invalidKey(reason: reason).description
         case .invalidConfiguration(let reason):
             return "invalid configuration: \(text(reason))"
         case .invalidTag(let reason):
@@ -74,19 +75,18 @@ extension CacheError: CustomStringConvertible {
         case .valueTooLarge(let size, let limit):
             return "value of \(size) bytes is larger than the limit of \(limit) bytes"
         case .directoryUnavailable(let path, let reason):
-            return "cannot use cache directory \(text(path)): \(text(reason))"
+            return StorageError.directoryUnavailable(path: path, reason: reason).description
         case .diskFull(let path):
-            return "no space left on the volume holding \(text(path))"
+            return StorageError.diskFull(path: path).description
         case .damagedStore(let path, let reason):
-            return "the store at \(text(path)) is damaged (\(text(reason)))"
+            return StorageError.damagedStore(path: path, reason: reason).description
         case .unsupportedFormat(let path, let found, let supported):
             return
                 "the store at \(text(path)) has record format \(found); this version reads format \(supported) and below"
         case .resourceExhausted(let resource, let operation):
-            return "\(text(operation)) failed: \(text(resource))"
+            return StorageError.resourceExhausted(resource: resource, operation: operation).description
         case .storeInUse(let path, let operation):
-            return
-                "cannot \(text(operation)) the store at \(text(path)) while another process has it open; close it there first"
+            return StorageError.storeInUse(path: path, operation: operation).description
         case .invalidName(let name, let reason):
             return "invalid cache name \"\(text(name))\": \(text(reason))"
         case .codecFailed(let operation, let reason):
@@ -98,7 +98,7 @@ extension CacheError: CustomStringConvertible {
                 "loading key \(LoggedText.render(key, limit: LoggedText.keyLimit)) took longer than \(after); "
                 + "the load goes on in the background"
         case .lmdb(let code, let operation, let message):
-            return "\(text(operation)) failed: \(text(message)) (LMDB code \(code))"
+            return StorageError.lmdb(code: code, operation: operation, message: message).description
         }
     }
 }

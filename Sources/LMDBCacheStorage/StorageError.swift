@@ -23,7 +23,8 @@ package enum StorageError: Error, Equatable, Sendable {
 }
 
 extension StorageError: CustomStringConvertible {
-    /// The text the library's `CacheError` shows for the same case, for Storage's own logs.
+    /// The message of the case, one line with its text escaped (`LoggedText`): Storage's own
+    /// logs show it, and the library's `CacheError` shows it for the same case.
     package var description: String {
         let text = { (text: String) in LoggedText.render(text) }
         switch self {

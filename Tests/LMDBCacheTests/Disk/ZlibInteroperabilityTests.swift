@@ -69,37 +69,34 @@ struct ZlibInteroperabilityTests {
         var stream = z_stream()
         guard lmdbcache_raw_inflate_init(&stream) == Z_OK else { throw ZlibFailure(description: "inflateInit2") }
         defer { inflateEnd(&stream) }
-        var output = [UInt8](repeating: 0, count: expectedLength + 16)
-        var input = input
-        let status = input.withUnsafeMutableBufferPointer { inBuffer in
-            output.withUnsafeMutableBufferPointer { outBuffer in
-                stream.next_in = inBuffer.baseAddress
-                stream.avail_in = UInt32(inBuffer.count)
-                stream.next_out = outBuffer.baseAddress
-                stream.avail_out = UInt32(outBuffer.count)
-                return inflate(&stream, Z_FINISH)
-            }
-        }
-        guard status == Z_STREAM_END else { throw ZlibFailure(description: "inflate returned \(status)") }
-        return Array(output[..<Int(stream.total_out)])
+        return try finish(&stream, input, capacity: expectedLength + 16, "inflate") { inflate(&$0, Z_FINISH) }
     }
 
     static func zlibDeflate(_ input: [UInt8], level: Int32) throws -> [UInt8] {
         var stream = z_stream()
         guard lmdbcache_raw_deflate_init(&stream, level) == Z_OK else { throw ZlibFailure(description: "deflateInit2") }
         defer { deflateEnd(&stream) }
-        var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, UInt(input.count))))
+        let capacity = Int(deflateBound(&stream, UInt(input.count)))
+        return try finish(&stream, input, capacity: capacity, "deflate") { deflate(&$0, Z_FINISH) }
+    }
+
+    /// Runs `step` on `stream` over all of `input` into a buffer of `capacity` bytes, in one call.
+    static func finish(
+        _ stream: inout z_stream, _ input: [UInt8], capacity: Int, _ name: String,
+        _ step: (inout z_stream) -> Int32
+    ) throws -> [UInt8] {
         var input = input
+        var output = [UInt8](repeating: 0, count: capacity)
         let status = input.withUnsafeMutableBufferPointer { inBuffer in
             output.withUnsafeMutableBufferPointer { outBuffer in
                 stream.next_in = inBuffer.baseAddress
                 stream.avail_in = UInt32(inBuffer.count)
                 stream.next_out = outBuffer.baseAddress
                 stream.avail_out = UInt32(outBuffer.count)
-                return deflate(&stream, Z_FINISH)
+                return step(&stream)
             }
         }
-        guard status == Z_STREAM_END else { throw ZlibFailure(description: "deflate returned \(status)") }
+        guard status == Z_STREAM_END else { throw ZlibFailure(description: "\(name) returned \(status)") }
         return Array(output[..<Int(stream.total_out)])
     }
 
