@@ -225,13 +225,6 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-// The documentation build (scripts/docs) alone needs swift-docc-plugin. Declared always, it would
-// make every build, `swift build --product LMDBCache` in a new clone included, fetch and compile
-// SymbolKit and the plugin's snippet-extract tool; so it is added only when LMDBCACHE_DOCS is set.
-if ProcessInfo.processInfo.environment["LMDBCACHE_DOCS"] != nil {
-    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
-}
-
 // CI (scripts/test) builds the example service's sources as a target of this package, in the same
 // build as the Hummingbird integration, so that Hummingbird and SwiftNIO are compiled once, not
 // again in the example's own package (168 s of CI). Only with LMDBCACHE_EXAMPLE set, and only
