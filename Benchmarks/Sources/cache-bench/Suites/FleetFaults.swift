@@ -27,7 +27,22 @@ enum FleetFault: String, CaseIterable {
         }
     }
 
+    /// Ends the fault, trying up to five times 200 ms apart: an administrative command can fail
+    /// while Redis wakes from SIGSTOP, and a restart while the old process's port is released.
+    /// The last failure is thrown (the run then stops rather than measure a fault not healed).
     func heal(_ server: RedisServer) throws {
+        var attempt = 1
+        while true {
+            do {
+                return try healOnce(server)
+            } catch where attempt < 5 {
+                attempt += 1
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+    }
+
+    private func healOnce(_ server: RedisServer) throws {
         switch self {
         case .stopped: server.signal(SIGCONT)
         case .full: try Self.command(server, "CONFIG", "SET", "maxmemory", "0")

@@ -8,6 +8,9 @@ final class FleetNodeProcess {
     private let input: FileHandle
     private let reader: LineReader
 
+    /// How long a node may take over one reply before the run fails naming it.
+    static let replyTimeout: Duration = .seconds(300)
+
     /// Starts node `number` and waits for its `ready`.
     init(number: Int, directory: String, port: UInt16, namespace: String) throws {
         self.number = number
@@ -25,7 +28,7 @@ final class FleetNodeProcess {
         reader = LineReader(outputPipe.fileHandleForReading.fileDescriptor)
         let line: String?
         do {
-            line = try reader.line(limit: 1_024)
+            line = try reader.line(limit: 1_024, timeout: Self.replyTimeout)
         } catch {
             stop()
             throw FleetFailure("node \(number): \(error)")
@@ -50,8 +53,10 @@ final class FleetNodeProcess {
     func receive() throws -> FleetReply {
         let line: String?
         do {
-            // Latency lists: at most 20 digits and a comma per call, well under 64 MiB.
-            line = try reader.line(limit: 64 << 20)
+            // Latency lists: at most 20 digits and a comma per call, well under 64 MiB. The
+            // longest call (a fill, a settle after a fault) takes seconds: one that has not
+            // answered in five minutes has hung, and the run says which node did.
+            line = try reader.line(limit: 64 << 20, timeout: Self.replyTimeout)
         } catch {
             throw FleetFailure("node \(number): \(error)")
         }

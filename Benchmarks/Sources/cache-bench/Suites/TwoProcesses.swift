@@ -364,8 +364,10 @@ final class LineReader {
     init(_ descriptor: Int32) { self.descriptor = descriptor }
 
     /// The next line without its newline, nil at the end of the stream; a line longer than
-    /// `limit` bytes, or the stream ending mid-line, is an error.
-    func line(limit: Int) throws -> String? {
+    /// `limit` bytes, the stream ending mid-line, or no line within `timeout` (when given) is an
+    /// error.
+    func line(limit: Int, timeout: Duration? = nil) throws -> String? {
+        let deadline = timeout.map { ContinuousClock.now + $0 }
         var scanned = 0
         while true {
             if let newline = buffer[scanned...].firstIndex(of: 10) {
@@ -376,6 +378,17 @@ final class LineReader {
             scanned = buffer.count
             guard buffer.count <= limit else {
                 throw TwoProcessFailure("the second process sent a line longer than \(limit) bytes")
+            }
+            if let deadline, let timeout {
+                let left = ContinuousClock.now.duration(to: deadline)
+                var pending = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                let (seconds, attoseconds) = left.components
+                let milliseconds =
+                    left <= .zero ? 0 : Int32(clamping: min(seconds, 1 << 20) * 1_000 + attoseconds / 1_000_000_000_000_000 + 1)
+                let ready = poll(&pending, 1, milliseconds)
+                if ready < 0 && errno == EINTR { continue }
+                guard ready >= 0 else { throw POSIXFailure("poll the second process's output") }
+                guard ready > 0 else { throw TwoProcessFailure("the other process sent no line within \(timeout)") }
             }
             var chunk = [UInt8](repeating: 0, count: 1 << 16)
             let got = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
