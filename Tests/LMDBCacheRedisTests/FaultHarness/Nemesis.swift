@@ -158,7 +158,7 @@ struct Nemesis: Sendable {
             }
             if let open = spell { await record(open.fault, refusedSince: open.before) }
             spell = nil
-            let before = fault.kind == .outOfMemory ? await refusedCount() : nil
+            let before = fault.kind == .outOfMemory ? await settledRefusedCount() : nil
             // The fault's start, after the samples (each waits for its machine's request under way):
             // a write begun before this moment ran before the fault.
             let applied = recorder.now
@@ -194,6 +194,23 @@ struct Nemesis: Sendable {
             total += refused
         }
         return total
+    }
+
+    /// The refused writes counted once the count stops moving (two samples 100 ms apart agree),
+    /// nil when it has not within 2 s: the baseline of a spell of `maxmemory 1`, so that the
+    /// trailing refusals of an earlier fault (a restart's `-LOADING`, a failover's `-READONLY`,
+    /// retried with backoff after the heal) are not taken for the spell's own. A spell without
+    /// a baseline is not judged (R5 judges sampled spells only).
+    private func settledRefusedCount() async -> Int? {
+        var last = await refusedCount()
+        for _ in 0..<20 {
+            // Sampling a counter until it rests: timing of the nemesis, not a test's wait.
+            try? await Task.sleep(for: .milliseconds(100))
+            let now = await refusedCount()
+            if let now, now == last { return now }
+            last = now
+        }
+        return nil
     }
 
     /// Records `fault` with the refusals counted since `before` (for R5).
