@@ -127,6 +127,11 @@ extension TransactionReading {
 package struct ReadTransaction: TransactionReading {
     package let pointer: OpaquePointer
     package let path: String
+
+    package init(pointer: OpaquePointer, path: String) {
+        self.pointer = pointer
+        self.path = path
+    }
 }
 
 /// A write transaction on the writer thread. Obtained from ``Environment/write(_:)``.

@@ -19,10 +19,16 @@ struct StoreEnvironment: Sendable {
     /// The map's size in bytes.
     var mapSize: Int { raw.mapSize }
 
-    /// ``Environment/read(_:)``.
+    /// ``Environment/read(_:)``, written here around its two non-generic halves so that it is
+    /// specialized for each caller (Storage's generic one, called across the module boundary,
+    /// ran unspecialized on every disk lookup).
     @inline(__always)
     func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
-        try storage { try raw.read(body) }
+        try storage {
+            let txn = try raw.beginRead()
+            defer { raw.endRead(txn) }
+            return try body(ReadTransaction(pointer: txn, path: raw.path))
+        }
     }
 
     /// ``Environment/write(durably:_:)``.
