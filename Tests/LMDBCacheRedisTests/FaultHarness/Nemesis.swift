@@ -162,7 +162,16 @@ struct Nemesis: Sendable {
             // The fault's start, after the samples (each waits for its machine's request under way):
             // a write begun before this moment ran before the fault.
             let applied = recorder.now
-            let (ports, slots) = try await apply(fault)
+            let ports: [Int]
+            let slots: [ClosedRange<Int>]?
+            do {
+                (ports, slots) = try await apply(fault)
+            } catch let unready as ClusterNotReady {
+                // Left out, as a fault too late for its window is: nothing was done.
+                print("fault harness: \(fault.kind) left out: \(unready.reason)")
+                skipped += 1
+                continue
+            }
             if fault.duration > 0 {
                 do {
                     try await Task.sleep(for: .milliseconds(Int(fault.duration)))
@@ -305,19 +314,14 @@ struct Nemesis: Sendable {
         let primary = primaries[(fault.node ?? 0) % primaries.count]
         switch fault.kind {
         case .failover:
-            guard let replica = try await Self.offPool({ try cluster.replica(of: primary) }) else {
-                throw RedisCluster.Failure(description: "\(primary) has no replica")
-            }
+            let replica = try await Self.readyReplica(of: primary, in: cluster)
             try await cluster.failover(to: replica)
             return ([primary, replica], nil)
         case .killPrimary:
             // A replica that can take over (its link up: one that rejoined lately may still be
             // syncing), and the slots whose data may go. Replication is asynchronous: the replica
             // that takes over may lack the last writes.
-            guard let replica = try await Self.offPool({ try cluster.replica(of: primary) }) else {
-                throw RedisCluster.Failure(description: "\(primary) has no replica")
-            }
-            try await cluster.waitForLink(of: replica)
+            let replica = try await Self.readyReplica(of: primary, in: cluster)
             let slots = try await Self.offPool { try cluster.roles(askingPort: primary)[primary] ?? [] }
                 .compactMap(Self.slotRange)
             try await Self.offPool { try cluster.killProcess(primary) }
@@ -338,8 +342,17 @@ struct Nemesis: Sendable {
     private func heal(_ fault: FaultSchedule.Planned, _ ports: [Int], on cluster: RedisCluster) async throws {
         switch fault.kind {
         case .failover:
-            // Back: the old primary, now the replica, takes over again.
-            if let primary = ports.first { try await cluster.failover(to: primary) }
+            // Back: the old primary, now the replica, takes over again, once linked. After a
+            // second failover of one shard Redis 7.0 left the demoted primary unlinked for good
+            // (3 of 3 replays of one seed waited 120 s): the failback is then left out, and the
+            // cluster, which serves every slot, stays as the failover left it.
+            if let primary = ports.first {
+                if await Self.isLinkedReplica(primary, in: cluster) {
+                    try await cluster.failover(to: primary)
+                } else {
+                    print("fault harness: failback to \(primary) left out: its link to the new primary is not up")
+                }
+            }
         case .killPrimary:
             // Back as a replica of the node that took over.
             if let primary = ports.first { try await cluster.restartNode(primary) }
@@ -350,6 +363,46 @@ struct Nemesis: Sendable {
         default:
             break
         }
+    }
+
+    /// Thrown before a failover or a killed primary whose shard has no replica ready to take
+    /// over: the nemesis leaves that fault out.
+    struct ClusterNotReady: Error { var reason: String }
+
+    /// A replica of `primary` with its link up, within 10 s. Right after a failover and its
+    /// failback the demoted node can stay unlinked for long (Redis 7.0; a cluster soak run
+    /// waited 120 s for one, and another found the shard without a replica at all): the fault is
+    /// then left out rather than the run stopped.
+    static func readyReplica(of primary: Int, in cluster: RedisCluster) async throws -> Int {
+        let end = ContinuousClock.now + .seconds(10)
+        while true {
+            if let replica = try? await offPool({ try cluster.replica(of: primary) }),
+                let replication = try? await offPool({ try cluster.command(replica, "INFO", "replication") }),
+                replication.contains("role:slave"), replication.contains("master_link_status:up")
+            {
+                return replica
+            }
+            guard ContinuousClock.now < end else {
+                throw ClusterNotReady(reason: "no replica of \(primary) with its link up within 10 s")
+            }
+            // Polling the cluster's state: timing of the nemesis, not a test's wait.
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Whether `port` is a replica with its link to its primary up, within 10 s.
+    static func isLinkedReplica(_ port: Int, in cluster: RedisCluster) async -> Bool {
+        let end = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < end {
+            if let replication = try? await offPool({ try cluster.command(port, "INFO", "replication") }),
+                replication.contains("role:slave"), replication.contains("master_link_status:up")
+            {
+                return true
+            }
+            // Polling the cluster's state: timing of the nemesis, not a test's wait.
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return false
     }
 
     /// A slot range of `CLUSTER NODES` (`0-5460`, or one slot), or nil for anything else (a slot
