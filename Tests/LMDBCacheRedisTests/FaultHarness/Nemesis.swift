@@ -369,10 +369,10 @@ struct Nemesis: Sendable {
     /// over: the nemesis leaves that fault out.
     struct ClusterNotReady: Error { var reason: String }
 
-    /// A replica of `primary` with its link up, within 10 s. Right after a failover and its
-    /// failback the demoted node can stay unlinked for long (Redis 7.0; a cluster soak run
-    /// waited 120 s for one, and another found the shard without a replica at all): the fault is
-    /// then left out rather than the run stopped.
+    /// A replica of `primary` with its link up, within 10 s. After a shard's failovers the
+    /// demoted node can stay unlinked for good (Redis 7.0: replays of a soak seed waited 120 s
+    /// for one, and one found the shard without a replica at all): the fault is then left out
+    /// rather than the run stopped.
     static func readyReplica(of primary: Int, in cluster: RedisCluster) async throws -> Int {
         let end = ContinuousClock.now + .seconds(10)
         while true {
