@@ -374,35 +374,27 @@ struct Nemesis: Sendable {
     /// for one, and one found the shard without a replica at all): the fault is then left out
     /// rather than the run stopped.
     static func readyReplica(of primary: Int, in cluster: RedisCluster) async throws -> Int {
-        let end = ContinuousClock.now + .seconds(10)
-        while true {
-            if let replica = try? await offPool({ try cluster.replica(of: primary) }),
-                let replication = try? await offPool({ try cluster.command(replica, "INFO", "replication") }),
-                replication.contains("role:slave"), replication.contains("master_link_status:up")
-            {
-                return replica
-            }
-            guard ContinuousClock.now < end else {
-                throw ClusterNotReady(reason: "no replica of \(primary) with its link up within 10 s")
-            }
-            // Polling the cluster's state: timing of the nemesis, not a test's wait.
-            try await Task.sleep(for: .milliseconds(100))
+        let replica = await withinTenSeconds {
+            try cluster.replica(of: primary).flatMap { try cluster.isLinkedReplica($0) ? $0 : nil }
         }
+        guard let replica else { throw ClusterNotReady(reason: "no replica of \(primary) with its link up within 10 s") }
+        return replica
     }
 
     /// Whether `port` is a replica with its link to its primary up, within 10 s.
     static func isLinkedReplica(_ port: Int, in cluster: RedisCluster) async -> Bool {
+        await withinTenSeconds { try cluster.isLinkedReplica(port) ? true : nil } != nil
+    }
+
+    /// `probe`'s first answer within 10 s, asked every 100 ms (an error counts as none).
+    private static func withinTenSeconds<T: Sendable>(_ probe: @escaping @Sendable () throws -> T?) async -> T? {
         let end = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < end {
-            if let replication = try? await offPool({ try cluster.command(port, "INFO", "replication") }),
-                replication.contains("role:slave"), replication.contains("master_link_status:up")
-            {
-                return true
-            }
+        while true {
+            if let found = try? await offPool(probe) { return found }
+            guard ContinuousClock.now < end else { return nil }
             // Polling the cluster's state: timing of the nemesis, not a test's wait.
             try? await Task.sleep(for: .milliseconds(100))
         }
-        return false
     }
 
     /// A slot range of `CLUSTER NODES` (`0-5460`, or one slot), or nil for anything else (a slot

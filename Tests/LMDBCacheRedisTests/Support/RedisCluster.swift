@@ -217,10 +217,13 @@ final class RedisCluster: Sendable {
 
     /// Returns once `replica` is a replica with its link to its primary up.
     func waitForLink(of replica: Int) async throws {
-        try await waitUntil("\(replica) is a replica with its link up") {
-            let replication = try command(replica, "INFO", "replication")
-            return replication.contains("role:slave") && replication.contains("master_link_status:up")
-        }
+        try await waitUntil("\(replica) is a replica with its link up") { try isLinkedReplica(replica) }
+    }
+
+    /// Whether the node on `port` is a replica with its link to its primary up.
+    func isLinkedReplica(_ port: Int) throws -> Bool {
+        let replication = try command(port, "INFO", "replication")
+        return replication.contains("role:slave") && replication.contains("master_link_status:up")
     }
 
     /// Kills the process on `port` (SIGKILL) and reaps it.
