@@ -9,7 +9,7 @@ import Synchronization
 /// Owns the memory map and its growth, a pool of reusable read transactions, and the writer
 /// thread. Environments are opened only by objects shared through ``DirectoryRegistry``, so a
 /// directory is open at most once per process, as LMDB requires.
-package final class Environment: @unchecked Sendable {
+@usableFromInline package final class Environment: @unchecked Sendable {
     package struct Options: Sendable {
         package var initialMapSize: Int
         package var maxReaders: UInt32 = 1_024
@@ -52,7 +52,7 @@ package final class Environment: @unchecked Sendable {
     /// The opened cache directory (``StoreDirectory``): LMDB and every file swap go through it.
     package let directory: StoreDirectory
     /// The directory as the caller named it, for messages.
-    package let path: String
+    @usableFromInline package let path: String
     package let writer: WriterThread
     package let databases: [String: Database]
     /// Replaced only by ``compactInPlace()``, under the exclusive resize lock; every other use
@@ -182,12 +182,12 @@ package final class Environment: @unchecked Sendable {
 
     /// Runs `body` in a read transaction taken from the pool. Never opens a write transaction.
     ///
-    /// A generic function called from another module runs unspecialized (its result boxed, its
-    /// closure called through a context): the disk tier's lookups, the hottest caller, write
-    /// this function's few lines themselves around ``beginRead()`` and ``endRead(_:)`` (Disk's
-    /// `StoreEnvironment.read`), which took back the 13-31 % a warm 100-byte get had lost when
-    /// Storage became a module of its own. `@inlinable` here did not: the library's optimizer
-    /// did not specialize it.
+    /// Inlinable (as are the package types it names, `@usableFromInline`): the disk tier's
+    /// lookups call it for every read, and a generic function of a package type called from
+    /// another module otherwise runs unspecialized, its result boxed and its closure called through
+    /// a context (Swift 6.3 serializes the bodies of package declarations only when their type is
+    /// `@usableFromInline`).
+    @inlinable
     package func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
         let txn = try beginRead()
         defer { endRead(txn) }
@@ -197,7 +197,7 @@ package final class Environment: @unchecked Sendable {
     /// A read transaction from the pool (renewed) or a new one, with the resize lock held shared
     /// until ``endRead(_:)``; after a resize by another process, the grown map is adopted first.
     /// Every transaction it returns must be ended, once, on the thread that began it.
-    package func beginRead() throws -> OpaquePointer {
+    @usableFromInline package func beginRead() throws -> OpaquePointer {
         while true {
             resizeLock.lockShared()
             do {
@@ -216,7 +216,7 @@ package final class Environment: @unchecked Sendable {
 
     /// Resets `txn` and returns it to the pool (aborted when the pool is full), then releases
     /// the resize lock ``beginRead()`` took.
-    package func endRead(_ txn: OpaquePointer) {
+    @usableFromInline package func endRead(_ txn: OpaquePointer) {
         mdb_txn_reset(txn)
         // Pooled (or aborted) before the shared lock is released: compaction closes the
         // environment under the exclusive lock, and a transaction of a closed environment

@@ -2,7 +2,7 @@ import CLMDB
 import Glibc
 
 /// Maps LMDB return codes to ``StorageError``: the one place that knows what each code means.
-package enum LMDBStatus {
+@usableFromInline package enum LMDBStatus {
     /// `MDB_READERS_FULL`, for the fault-injection tests, which make LMDB's calls return it.
     package static let readersFull: Int32 = MDB_READERS_FULL
 
@@ -24,7 +24,7 @@ package enum LMDBStatus {
         }
     }
 
-    package static func error(_ code: Int32, _ operation: String, path: String) -> StorageError {
+    @usableFromInline package static func error(_ code: Int32, _ operation: String, path: String) -> StorageError {
         switch code {
         case MDB_CORRUPTED, MDB_PAGE_NOTFOUND:
             return .damagedStore(path: path, reason: "\(operation): the data file's pages are inconsistent")

@@ -5,8 +5,12 @@ import Glibc
 /// Used instead of `Synchronization.Mutex` because ThreadSanitizer cannot see Mutex's futex on
 /// Linux (Swift 6.3) and reports every access made under it as a race, which would bury real
 /// races. An uncontended pthread mutex costs about the same.
-package final class Locked<Value>: @unchecked Sendable {
-    @usableFromInline var value: Value
+///
+/// `withLock` is inlined into its callers in other modules (the type is `@usableFromInline` for
+/// that, Repository.md), and the value is not checked for exclusive access at run time: the mutex
+/// already makes each access exclusive.
+@usableFromInline package final class Locked<Value>: @unchecked Sendable {
+    @exclusivity(unchecked) @usableFromInline var value: Value
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     package init(_ value: Value) {

@@ -5,8 +5,9 @@ import Glibc
 ///
 /// Used where many short operations may run together but one rare operation must run alone:
 /// transactions against a map resize, and cache calls against `close()`.
-// Inlinable: cache calls in LMDBCache take it on every operation.
-package final class ReadWriteLock: @unchecked Sendable {
+// Inlinable, and the type @usableFromInline so that it is (Repository.md): cache calls in
+// LMDBCache take it on every operation.
+@usableFromInline package final class ReadWriteLock: @unchecked Sendable {
     @usableFromInline let lock: UnsafeMutablePointer<pthread_rwlock_t>
 
     package init() {

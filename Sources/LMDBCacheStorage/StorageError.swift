@@ -3,7 +3,7 @@
 /// The library never lets one reach its callers: the disk tier turns each into the
 /// `CacheError` case of the same name (`CacheError.init(_:)` in LMDBCache), the one place
 /// errors cross from this layer to the one above.
-package enum StorageError: Error, Equatable, Sendable {
+@usableFromInline package enum StorageError: Error, Equatable, Sendable {
     /// The store was closed (its writer thread stopped) while a call waited for it.
     case closed
     /// An LMDB call refused a key or value, or a size it was given.
@@ -25,7 +25,7 @@ package enum StorageError: Error, Equatable, Sendable {
 extension StorageError: CustomStringConvertible {
     /// The message of the case, one line with its text escaped (`LoggedText`): Storage's own
     /// logs show it, and the library's `CacheError` shows it for the same case.
-    package var description: String {
+    @usableFromInline package var description: String {
         let text = { (text: String) in LoggedText.render(text) }
         switch self {
         case .closed:

@@ -1,8 +1,8 @@
 import CLMDB
 
 /// A named LMDB database (a B-tree) inside an environment.
-package struct Database: Sendable, Hashable {
-    package let handle: MDB_dbi
+@usableFromInline package struct Database: Sendable, Hashable {
+    @usableFromInline package let handle: MDB_dbi
 }
 
 /// Raised inside a write transaction when the map is full; ``Environment/write(_:)`` catches it,
@@ -14,13 +14,14 @@ struct MapFull: Error {}
 /// Buffers returned by these calls point into LMDB's memory map: they are valid only until the
 /// transaction ends or (in a write transaction) the next change, and must never escape the closure
 /// that received the transaction.
-package protocol TransactionReading {
+@usableFromInline package protocol TransactionReading {
     var pointer: OpaquePointer { get }
     var path: String { get }
 }
 
-// Inlinable: the disk tier's reads call these for every lookup, and across the module boundary a
-// protocol extension's method would otherwise run unspecialized.
+// Inlinable (and the protocol and its conforming types @usableFromInline, Repository.md): the disk
+// tier's reads call these for every lookup, and across the module boundary a protocol extension's
+// method would otherwise run unspecialized.
 extension TransactionReading {
     /// The value stored under `key`, or nil.
     @inlinable
@@ -124,20 +125,20 @@ extension TransactionReading {
 }
 
 /// A read-only snapshot. Obtained from ``Environment/read(_:)``; never outlives that call.
-package struct ReadTransaction: TransactionReading {
-    package let pointer: OpaquePointer
-    package let path: String
+@usableFromInline package struct ReadTransaction: TransactionReading {
+    @usableFromInline package let pointer: OpaquePointer
+    @usableFromInline package let path: String
 
-    package init(pointer: OpaquePointer, path: String) {
+    @usableFromInline package init(pointer: OpaquePointer, path: String) {
         self.pointer = pointer
         self.path = path
     }
 }
 
 /// A write transaction on the writer thread. Obtained from ``Environment/write(_:)``.
-package struct WriteTransaction: TransactionReading {
-    package let pointer: OpaquePointer
-    package let path: String
+@usableFromInline package struct WriteTransaction: TransactionReading {
+    @usableFromInline package let pointer: OpaquePointer
+    @usableFromInline package let path: String
     /// Set by every call that changed the snapshot. LMDB commits a transaction that changed
     /// nothing without syncing anything, so a commit meant to be durable must know.
     package let changes = ChangeMark()

@@ -19,16 +19,10 @@ struct StoreEnvironment: Sendable {
     /// The map's size in bytes.
     var mapSize: Int { raw.mapSize }
 
-    /// ``Environment/read(_:)``, written here around its two non-generic halves so that it is
-    /// specialized for each caller (Storage's generic one, called across the module boundary,
-    /// ran unspecialized on every disk lookup).
+    /// ``Environment/read(_:)``.
     @inline(__always)
     func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
-        try storage {
-            let txn = try raw.beginRead()
-            defer { raw.endRead(txn) }
-            return try body(ReadTransaction(pointer: txn, path: raw.path))
-        }
+        try storage { try raw.read(body) }
     }
 
     /// ``Environment/write(durably:_:)``.
