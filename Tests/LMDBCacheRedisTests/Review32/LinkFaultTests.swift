@@ -16,7 +16,9 @@ struct LinkFaultTests {
     /// so another machine heard the change, read the old value back from Redis and kept it. The
     /// write script now publishes after its SET, on the key's primary: nothing is heard before
     /// the value it announces is there to read.
-    @Test("In a cluster, no machine hears of a write before the write is in Redis: a reader never keeps the value it replaced")
+    @Test(
+        "In a cluster, no machine hears of a write before the write is in Redis: a reader never keeps the value it replaced"
+    )
     func changeIsHeardOnlyAfterItsWrite() async throws {
         let cluster = try await RedisCluster.start()
         defer { cluster.stop() }
@@ -77,7 +79,9 @@ struct LinkFaultTests {
     /// Defect 3: a pipeline was resent whole under the same timeout until it succeeded, so a write
     /// the link could not carry in time was resent for ever and every later write and removal
     /// waited behind it (and another machine kept serving a removed value).
-    @Test("A write the link cannot carry within the command timeout holds up no other write, and is given up, its key removed, within writeRetryLimit")
+    @Test(
+        "A write the link cannot carry within the command timeout holds up no other write, and is given up, its key removed, within writeRetryLimit"
+    )
     func slowLinkWriteHoldsUpNoOther() async throws {
         let server = try await RedisServer()
         let proxy = try FaultProxy(upstreamPort: server.port)

@@ -1,8 +1,7 @@
 import Foundation
+import LMDBCacheStorage
 import Synchronization
 import Testing
-
-import LMDBCacheStorage
 
 @testable import LMDBCache
 
