@@ -40,8 +40,12 @@ struct LinkFaultTests {
             let slot = HashSlot.slot(of: Array("t:v:\(key)".utf8))
             let home = try #require(
                 primaries.first { $0.value.compactMap(Nemesis.slotRange).contains { $0.contains(slot) } }?.key)
+            // The reader hears of v1 before it reads it: a late arrival of that change would drop
+            // its copy during the pause and count as hearing of v2 below.
+            let heardBeforeV1 = Review20Tests.remote(reader).changesReceived
             writer.insert("v1", forKey: key, expiresAfter: .seconds(600))
             await Machine.wait(writer, "v1 of \(key) landed") { $0.pendingWrites == 0 }
+            await Machine.wait(reader, "the reader heard of v1 of \(key)") { $0.changesReceived > heardBeforeV1 }
             #expect(try await reader.value(forKey: key) { "loaded" } == "v1")
             let heardBefore = Review20Tests.remote(reader).changesReceived
 
