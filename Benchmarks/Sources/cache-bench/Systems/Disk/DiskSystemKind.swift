@@ -53,6 +53,12 @@ struct DiskSystemKind: Sendable {
         // Reopens (cold reads) and reads while another thread writes through the same handle; one
         // process at a time, as RocksDB locks its directory.
         .init(label: "RocksDB", sharesAcrossProcesses: false) { try RocksDBStore(directory: $0, durability: $1) },
+        // LMDBCache's durability (a batch at a time) in the workloads with writes; its cold reads
+        // and synchronous writes are the row above's.
+        .init(label: "RocksDB (per batch)", synchronous: false, reopens: false, sharesAcrossProcesses: false) {
+            directory, _ in
+            try RocksDBStore(directory: directory, durability: .standard, perBatch: true)
+        },
     ]
 
     /// The Redis peers on `server`, in their report order: loopback TCP one request at a time,

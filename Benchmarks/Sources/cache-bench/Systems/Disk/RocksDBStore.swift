@@ -14,8 +14,10 @@ import Foundation
 ///
 /// Standard mode: each put is written to the WAL without sync (`sync=false`), and
 /// ``finishWrites()`` syncs the WAL (`rocksdb_flush_wal(db, 1)`), so the writes are durable at the
-/// end of a run. Synchronous: write options with `sync=1`, so each put returns once its WAL record
-/// is synced.
+/// end of a run. Per batch (the `RocksDB (per batch)` row): the same, and every 1,000th put is
+/// written with `sync=1`, which syncs the WAL and every put before it, so writes are durable a
+/// batch at a time as LMDBCache's default batches and LMDB-C's per-batch commits make them.
+/// Synchronous: write options with `sync=1`, so each put returns once its WAL record is synced.
 ///
 /// Reads copy the value out of a pinned slice into a new array. Every call's error string becomes
 /// a thrown ``RocksDBFailure`` with RocksDB's text. Flushes of the memtable and compactions run on
@@ -25,6 +27,7 @@ final class RocksDBStore: DiskSystem {
     let name = "RocksDB"
     let directory: String?
     let durability: WriteDurability
+    var variant: String? { durability == .perBatch ? "per batch" : nil }
     /// The compression in effect, read back from the options after they are set.
     private(set) var compression = "unknown"
     private var database: OpaquePointer?
@@ -32,6 +35,12 @@ final class RocksDBStore: DiskSystem {
     private var blockCache: OpaquePointer?
     private var readOptions: OpaquePointer?
     private var writeOptions: OpaquePointer?
+    /// Per batch: the options of every ``putsPerSync``th put (`sync=1`), and the puts since the
+    /// last synced one (one writer thread at a time, as the suite drives it).
+    private var syncingWriteOptions: OpaquePointer?
+    private var putsSinceSync = 0
+    /// Per batch: puts between WAL syncs, LMDB-C's puts per transaction.
+    static let putsPerSync = 1_000
 
     /// The block cache's capacity: more than the suite's largest data set (about 200 MB).
     static let blockCacheBytes = 256 << 20
@@ -48,9 +57,9 @@ final class RocksDBStore: DiskSystem {
         "rocksdb.compaction-pending",
     ]
 
-    init(directory: String, durability: DiskDurability) throws {
+    init(directory: String, durability: DiskDurability, perBatch: Bool = false) throws {
         self.directory = directory
-        self.durability = durability == .synchronous ? .onReturn : .atEnd
+        self.durability = durability == .synchronous ? .onReturn : perBatch ? .perBatch : .atEnd
         do {
             // Kept as they are created, so that close() frees whatever was created if a later
             // step throws.
@@ -58,7 +67,8 @@ final class RocksDBStore: DiskSystem {
             blockCache = rocksdb_cache_create_lru(Self.blockCacheBytes)
             readOptions = rocksdb_readoptions_create()
             writeOptions = rocksdb_writeoptions_create()
-            guard let options, let blockCache, let writeOptions, readOptions != nil else {
+            syncingWriteOptions = rocksdb_writeoptions_create()
+            guard let options, let blockCache, let writeOptions, let syncingWriteOptions, readOptions != nil else {
                 throw RocksDBFailure("creating the options: out of memory")
             }
             rocksdb_options_set_create_if_missing(options, 1)
@@ -78,6 +88,7 @@ final class RocksDBStore: DiskSystem {
             rocksdb_options_set_block_based_table_factory(options, table)
             rocksdb_block_based_options_destroy(table)
             rocksdb_writeoptions_set_sync(writeOptions, durability == .synchronous ? 1 : 0)
+            rocksdb_writeoptions_set_sync(syncingWriteOptions, 1)
             compression = "\(Self.compressionName(rocksdb_options_get_compression(options))) (RocksDB's default)"
             database = try Self.check("rocksdb_open \(directory)") { rocksdb_open(options, directory, $0) }
             guard database != nil else { throw RocksDBFailure("rocksdb_open \(directory): no database") }
@@ -150,6 +161,14 @@ final class RocksDBStore: DiskSystem {
 
     func set(_ value: [UInt8], forKey key: [UInt8]) throws {
         let database = try handle()
+        var writeOptions = writeOptions
+        if durability == .perBatch {
+            putsSinceSync += 1
+            if putsSinceSync >= Self.putsPerSync {
+                writeOptions = syncingWriteOptions
+                putsSinceSync = 0
+            }
+        }
         try withChars(key) { key, keyLength in
             try withChars(value) { value, valueLength in
                 try Self.check("rocksdb_put") {
@@ -159,12 +178,13 @@ final class RocksDBStore: DiskSystem {
         }
     }
 
-    /// Standard mode: syncs the WAL, which holds every write not yet in a synced table file.
-    /// Synchronous: nothing to do, each put synced its WAL record.
+    /// Standard mode and per batch: syncs the WAL, which holds every write not yet in a synced
+    /// table file. Synchronous: nothing to do, each put synced its WAL record.
     func finishWrites() throws {
         let database = try handle()
-        guard durability == .atEnd else { return }
+        guard durability != .onReturn else { return }
         try Self.check("rocksdb_flush_wal") { rocksdb_flush_wal(database, 1, $0) }
+        putsSinceSync = 0
     }
 
     /// Polls RocksDB's background-work properties every millisecond until none is running or
@@ -212,6 +232,8 @@ final class RocksDBStore: DiskSystem {
         readOptions = nil
         if let writeOptions { rocksdb_writeoptions_destroy(writeOptions) }
         writeOptions = nil
+        if let syncingWriteOptions { rocksdb_writeoptions_destroy(syncingWriteOptions) }
+        syncingWriteOptions = nil
     }
 
     /// The same handle: a RocksDB database handle is thread-safe (concurrent gets and puts on one
