@@ -102,6 +102,9 @@ struct ResultRow: Codable, Sendable {
     var accessUpdatesPerOperation: Double?
     /// Read-while-writing workload: writes per second the writer thread committed meanwhile.
     var concurrentWritesPerSecond: Double?
+    /// Disk suite, stores on local files: bytes the process caused to be written to storage per
+    /// operation over the run and the drain after it (``ProcessWrites``), median over the rounds.
+    var bytesWrittenPerOperation: Double?
     /// Every repeat's throughput, in run order.
     var runsOpsPerSecond: [Double] = []
     /// Tiered suite: lookups the memory tier served, and the share of its misses the disk served.
@@ -156,6 +159,9 @@ func summarize(
     let accessUpdates = runs.compactMap { run in
         run.accessUpdates.map { Double($0) / Double(max(run.operations, 1)) }
     }
+    let bytesWritten = runs.compactMap { run in
+        run.bytesWritten.map { Double($0) / Double(max(run.operations, 1)) }
+    }
     let concurrentWrites = runs.compactMap { run in
         run.concurrentWrites.map { Double($0) / (Double(max(run.elapsedNanos, 1)) / 1e9) }
     }
@@ -169,6 +175,7 @@ func summarize(
     row.writerCPUNanosecondsPerOperation = writerCPU.isEmpty ? nil : writerCPU.median
     row.concurrentWritesPerSecond = concurrentWrites.isEmpty ? nil : concurrentWrites.median
     row.accessUpdatesPerOperation = accessUpdates.isEmpty ? nil : accessUpdates.median
+    row.bytesWrittenPerOperation = bytesWritten.isEmpty ? nil : bytesWritten.median
     return row
 }
 
@@ -229,6 +236,8 @@ struct RunSample {
     var accessUpdates: Int64? = nil
     /// Read-while-writing: writes the other thread committed during the run.
     var concurrentWrites: Int? = nil
+    /// Disk suite, stores on local files: bytes written to storage over the run and the drain.
+    var bytesWritten: UInt64? = nil
 
     var operationsPerSecond: Double {
         Double(operations) / (Double(max(elapsedNanos, 1)) / 1e9)

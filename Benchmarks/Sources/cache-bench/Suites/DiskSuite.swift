@@ -136,8 +136,15 @@ struct DiskSuite: Suite {
                 let measuresWriter = store.system is DiskCacheStore
                 let before = measuresWriter ? WriterThreadCPU.byThread() : [:]
                 let updatesBefore = AccessUpdates.count
+                // Writes to files count in this process only for stores in it (not Redis's server,
+                // nor the two-process workload's second process).
+                let countsWrites = store.system.directory != nil && workload != "two processes"
+                let writesBefore = countsWrites ? ProcessWrites.bytes() : nil
                 var sample = try measure(store, round)
                 try store.system.drain()
+                if let writesBefore, let writesAfter = ProcessWrites.bytes(), writesAfter >= writesBefore {
+                    sample.bytesWritten = writesAfter - writesBefore
+                }
                 if measuresWriter {
                     sample.writerCPUNanoseconds = WriterThreadCPU.spent(from: before, to: WriterThreadCPU.byThread())
                     sample.accessUpdates = AccessUpdates.count - updatesBefore
@@ -286,6 +293,12 @@ struct DiskSuite: Suite {
             row in
             "\(row.label) \(row.workload) \(formatValue(row)): \(format(row.accessUpdatesPerOperation ?? 0, decimals: 4))"
         }
+        let bytesWritten = rows.filter { $0.bytesWrittenPerOperation != nil && !$0.workload.hasPrefix("get") }
+            .map { row in
+                "\(row.label) \(row.workload) \(formatValue(row)): "
+                    + formatBytes(Int((row.bytesWrittenPerOperation ?? 0).rounded())) + " ("
+                    + format((row.bytesWrittenPerOperation ?? 0) / 4_096, decimals: 1) + " pages)"
+            }
         let concurrentWrites = rows.filter { $0.concurrentWritesPerSecond != nil }.map { row in
             "\(row.label) \(formatRate(row.concurrentWritesPerSecond ?? 0))"
         }
@@ -404,6 +417,11 @@ struct DiskSuite: Suite {
                     + concurrentWrites.joined(separator: ", "),
                 "LMDBCache's writer thread: CPU time per operation over the run and the drain after it "
                     + "(/proc/self/task/*/schedstat): " + writerCPU.joined(separator: "; "),
+                "bytes written per operation: what the process caused to be written to storage over the run "
+                    + "and the drain after it, divided by its operations (/proc/self/io write_bytes: a file page "
+                    + "counts when a write dirties it, again after each sync; LMDB writes whole 4 KiB pages, "
+                    + "RocksDB's WAL appends and its flushes and compactions run in this process): "
+                    + bytesWritten.joined(separator: "; "),
                 "LMDBCache's writes per read: access updates its disk tier committed per get over the run and "
                     + "the drain after it (lmdbcache_disk_access_updates_total; each moves one entry in the access "
                     + "order, three small LMDB writes): " + accessUpdates.joined(separator: "; "),
