@@ -9,7 +9,7 @@ import Testing
 @Suite("Stress: 8 tasks, every operation, both tiers")
 struct CacheStressTests {
     static let keys = (0..<300).map { "key-\($0)" }
-    /// Steps per task: 3,000, or `LMDBCACHE_STRESS_STEPS` (the sanitizer runs of CI take 1,000:
+    /// Steps per task: 3,000, or `LMDBCACHE_STRESS_STEPS` (the sanitizer runs of CI take 500:
     /// under ThreadSanitizer this test alone set the stage's length).
     static let steps =
         ProcessInfo.processInfo.environment["LMDBCACHE_STRESS_STEPS"].flatMap { Int($0) }.map { max(1, $0) } ?? 3_000

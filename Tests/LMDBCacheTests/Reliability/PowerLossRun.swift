@@ -34,8 +34,8 @@ struct PowerLossRun {
         }
     }
 
-    /// States in CI across the three modes (`LMDBCACHE_POWERLOSS_STATES`, default 300).
-    static var totalStates: Int { SoakSettings.value("LMDBCACHE_POWERLOSS_STATES", default: 300) }
+    /// States in CI across the three modes (`LMDBCACHE_POWERLOSS_STATES`, default 150).
+    static var totalStates: Int { SoakSettings.value("LMDBCACHE_POWERLOSS_STATES", default: 150) }
     /// The crash states' seed (`LMDBCACHE_POWERLOSS_SEED`); the log itself depends on timing.
     static var seed: UInt64 { UInt64(SoakSettings.value("LMDBCACHE_POWERLOSS_SEED", default: 12_013)) }
     /// States one checking process opens before the next one starts.

@@ -5,7 +5,7 @@ import Testing
 /// Power loss, not only kill -9 (ALICE, OSDI '14; CrashMonkey, OSDI '18): a real writer's writes
 /// and syncs to the store's files are recorded by an `LD_PRELOAD` interposer; each crash state
 /// holds everything before the last completed sync plus a random subset of later writes, some
-/// torn at 512-byte sectors. `LMDBCACHE_POWERLOSS_STATES` states in all (CI 300; the soak
+/// torn at 512-byte sectors. `LMDBCACHE_POWERLOSS_STATES` states in all (CI 150; the soak
 /// 20,000): 30 % `.batched`, 30 % `.synchronous`, 40 % `.periodic`.
 ///
 /// One allowance: a power failure before a brand-new store's first sync completed (LMDB's freshly
