@@ -98,7 +98,7 @@ struct ResultRow: Codable, Sendable {
     /// run and the drain after it), nanoseconds, median over the rounds.
     var writerCPUNanosecondsPerOperation: Double?
     /// LMDBCache rows of the disk suite: access updates committed per operation (each moves one entry
-    /// in the access order: three small LMDB writes), median over the rounds.
+    /// in the access order: two small LMDB writes), median over the rounds.
     var accessUpdatesPerOperation: Double?
     /// Read-while-writing workload: writes per second the writer thread committed meanwhile.
     var concurrentWritesPerSecond: Double?

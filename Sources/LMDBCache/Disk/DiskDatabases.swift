@@ -5,8 +5,10 @@ import LMDBCacheStorage
 /// - `records`: stored key → ``Record`` (immutable once written).
 /// - `lastAccess`: stored key → 8-byte last-access time, only for entries read since their last
 ///   write; an entry's last access is this, else its record's `created`.
-/// - `access`: 8-byte big-endian last-access time ‖ stored key → empty. Its first entry is the least
-///   recently used, so evicting k entries costs O(k log n).
+/// - `access`: 8-byte big-endian last-access time ‖ stored key → empty. Its first live entry is the
+///   least recently used, so evicting k entries costs O(k log n). An entry is live when its time is
+///   its entry's last access; overwrites and recorded uses leave the old one behind, stale, and
+///   sweeps keep the stale ones fewer than the live ones (DiskStore+AccessIndex.swift).
 /// - `expiry`: 8-byte big-endian removal time ‖ stored key → empty, for entries that expire. The
 ///   time is the record's ``Record/Header/removalDeadline``: the end of its stale window when it
 ///   has one, else its expiry.

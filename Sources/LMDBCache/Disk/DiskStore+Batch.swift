@@ -17,6 +17,8 @@ extension DiskStore {
     func apply(_ batch: WriteBatch, _ txn: WriteTransaction) throws -> Applied {
         var totals = try Totals(txn, db.info)
         let before = totals
+        // Access index entries left behind, stale, for the sweep.
+        var left = 0
         for write in batch.writes {
             let record: [UInt8]
             switch write.operation {
@@ -27,9 +29,10 @@ extension DiskStore {
                 continue
             }
             try record.withUnsafeBytes { bytes in
-                // One search when the key is new; an overwrite removes the old entry first.
+                // One search when the key is new; an overwrite removes the old entry first, and
+                // leaves its access index entry behind, stale (DiskStore+AccessIndex.swift).
                 if try !txn.putIfAbsent(db.records, write.key.bytes, bytes) {
-                    try removeEntry(write.key.bytes, txn, &totals)
+                    if try removeEntry(write.key.bytes, txn, &totals, leavingAccessEntry: true) { left += 1 }
                     try txn.put(db.records, write.key.bytes, bytes)
                 }
                 let header = Record.Header(bytes)!
@@ -46,18 +49,19 @@ extension DiskStore {
             totals.count += 1
             totals.bytes += Totals.cost(keyLength: write.key.bytes.count, recordLength: record.count)
         }
-        // One lookup and three small writes an access, no record read: the entry's index entry
-        // (its recorded last access, else the write time the reader saw) is moved; if it is gone,
-        // the entry changed since and the access is dropped.
+        // Two lookups and two small writes an access: when the record the reader saw is still
+        // stored (its write time) and the use is newer than its last, the use becomes its last
+        // access and its index entry is put at that time; the old one is left behind, stale.
         var moved = 0
         for (key, update) in batch.accesses {
-            let accessed = try db.lastAccess(txn, key.bytes, created: update.created)
-            guard accessed < update.time,
-                try txn.delete(db.access, DiskDatabases.indexKey(time: accessed, key: key.bytes))
+            guard let bytes = try txn.get(db.records, key.bytes), Record.Header(bytes)?.created == update.created
             else { continue }
+            let accessed = try db.lastAccess(txn, key.bytes, created: update.created)
+            guard accessed < update.time else { continue }
             try withUnsafeBytes(of: update.time.littleEndian) { try txn.put(db.lastAccess, key.bytes, $0) }
             try txn.put(db.access, DiskDatabases.indexKey(time: update.time, key: key.bytes), [])
             moved += 1
+            left += 1
         }
         for key in batch.damaged {
             guard let bytes = try txn.get(db.records, key.bytes) else { continue }
@@ -72,6 +76,7 @@ extension DiskStore {
             try removeEntry(key.bytes, txn, &totals)
         }
         if totals != before { try totals.save(txn, db.info) }
+        _ = try sweepStaleAccessEntries(left: left, live: totals.count, txn)
         try appendChanges(count: batch.writes.count, txn) { index, time, buffer in
             let write = batch.writes[index]
             CacheChange.encode(kind: .key, origin: write.origin, time: time, subject: write.key.key, into: &buffer)
@@ -80,16 +85,23 @@ extension DiskStore {
             totals: totals, added: totals.bytes - before.bytes, moved: moved, oldestAccess: try oldestAccessTime(txn))
     }
 
-    /// Removes the entry stored under `key` with its index entries, if there is one.
-    func removeEntry(_ key: [UInt8], _ txn: WriteTransaction, _ totals: inout Totals) throws {
-        guard let bytes = try txn.get(db.records, key) else { return }
+    /// Removes the entry stored under `key` with its index entries, if there is one; with
+    /// `leavingAccessEntry` (an overwrite, whose new access entry follows), its access index entry
+    /// stays, stale. Returns whether an entry was removed.
+    @discardableResult
+    func removeEntry(
+        _ key: [UInt8], _ txn: WriteTransaction, _ totals: inout Totals, leavingAccessEntry: Bool = false
+    ) throws -> Bool {
+        guard let bytes = try txn.get(db.records, key) else { return false }
         let cost = Totals.cost(keyLength: key.count, recordLength: bytes.count)
         let header = Record.Header(bytes)
         // `bytes` points into the map: read all of it before the first change.
         let tags = header.map { Record.tags(bytes, header: $0) } ?? .none
         if let header {
-            let accessed = try db.lastAccess(txn, key, created: header.created)
-            try txn.delete(db.access, DiskDatabases.indexKey(time: accessed, key: key))
+            if !leavingAccessEntry {
+                let accessed = try db.lastAccess(txn, key, created: header.created)
+                try txn.delete(db.access, DiskDatabases.indexKey(time: accessed, key: key))
+            }
             if header.removalDeadline != 0 {
                 try txn.delete(db.expiry, DiskDatabases.indexKey(time: header.removalDeadline, key: key))
             }
@@ -101,5 +113,6 @@ extension DiskStore {
         try txn.delete(db.records, key)
         totals.count -= 1
         totals.bytes -= cost
+        return true
     }
 }

@@ -86,7 +86,7 @@ extension DiskStore {
                 if header.isExpired(at: now) { statistics.expiredEntries += 1 }
                 return true
             }
-            statistics.oldestAccess = try txn.firstKey(db.access).map { DiskDatabases.parseIndexKey($0).time }
+            statistics.oldestAccess = try txn.firstKey(db.access).map { _ in try oldestAccessTime(txn) }
             statistics.newestAccess = try txn.lastKey(db.access).map { DiskDatabases.parseIndexKey($0).time }
         }
         if statistics.payloadBytes > 0 {

@@ -115,14 +115,6 @@ extension DiskStore {
         }
     }
 
-    /// The time of the store's least recently used entry (the access index's first key; 0 when
-    /// empty), which sets the span reads measure their precision against. Noted in
-    /// ``oldestAccess`` after each commit and trim, at open, and by reads once a second.
-    func oldestAccessTime(_ txn: some TransactionReading) throws -> UInt64 {
-        guard let first = try txn.firstKey(db.access) else { return 0 }
-        return DiskDatabases.parseIndexKey(first).time
-    }
-
     /// True when a live value is stored under `key` at `now`, queued or committed. Reads the
     /// header only: a damaged payload still counts.
     func contains(_ key: StorageKey, now: UInt64) throws -> Bool {

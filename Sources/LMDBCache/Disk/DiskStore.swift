@@ -65,6 +65,9 @@ final class DiskStore: Sendable {
     let pendingKeys = Atomic<Int>(0)
     /// Broadcast after every batch, so flushes, synchronous writes and full queues can wait.
     let progress = NSCondition()
+    /// The access index key the next sweep of stale entries starts at (nil: the front), in this
+    /// process only (DiskStore+AccessIndex.swift).
+    let accessSweepPosition = Locked<[UInt8]?>(nil)
     let logger: Logger
     let damagedRecords = Counter(label: "lmdbcache_disk_damaged_records_total")
     /// Told of every entry trimming evicts, on `evictionQueue`, keyed by a token.
@@ -76,7 +79,7 @@ final class DiskStore: Sendable {
     /// Queued writes dropped because their batch failed (a full disk), for ``Cache/statistics``.
     let droppedWrites = Atomic<Int>(0)
     let evictionMetrics = DiskEvictionMetrics()
-    /// Access updates committed: each moves one entry in the access order (three small writes).
+    /// Access updates committed: each moves one entry in the access order (two small writes).
     let accessUpdates = Counter(label: "lmdbcache_disk_access_updates_total")
     /// The uses of entries this process recorded lately (``noteRead(_:created:now:granularity:ageLimit:)``).
     let recentAccesses = RecentAccesses()

@@ -426,7 +426,7 @@ struct DiskSuite: Suite {
                     + bytesWritten.joined(separator: "; "),
                 "LMDBCache's writes per read: access updates its disk tier committed per get over the run and "
                     + "the drain after it (lmdbcache_disk_access_updates_total; each moves one entry in the access "
-                    + "order, three small LMDB writes): " + accessUpdates.joined(separator: "; "),
+                    + "order, two small LMDB writes): " + accessUpdates.joined(separator: "; "),
             ] + notes + warnings.map { "WARNING: " + $0 },
             rows: rows,
             extraTables: [

@@ -2,7 +2,7 @@ import CoreMetrics
 import Synchronization
 
 /// Counts the access updates LMDBCache's disk tier commits (its `lmdbcache_disk_access_updates_total`
-/// counter, through swift-metrics): each moves one entry in the store's access order, three small
+/// counter, through swift-metrics): each moves one entry in the store's access order, two small
 /// LMDB writes in a commit. The disk suite reports them per get; every other metric stays a no-op.
 enum AccessUpdates {
     static let label = "lmdbcache_disk_access_updates_total"
