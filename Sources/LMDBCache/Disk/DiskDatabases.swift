@@ -8,7 +8,7 @@ import LMDBCacheStorage
 /// - `access`: 8-byte big-endian last-access time ‖ stored key → empty. Its first live entry is the
 ///   least recently used, so evicting k entries costs O(k log n). An entry is live when its time is
 ///   its entry's last access; overwrites and recorded uses leave the old one behind, stale, and
-///   sweeps keep the stale ones fewer than the live ones (DiskStore+AccessIndex.swift).
+///   sweeps keep the stale ones about as many as the live ones (DiskStore+AccessIndex.swift).
 /// - `expiry`: 8-byte big-endian removal time ‖ stored key → empty, for entries that expire. The
 ///   time is the record's ``Record/Header/removalDeadline``: the end of its stale window when it
 ///   has one, else its expiry.

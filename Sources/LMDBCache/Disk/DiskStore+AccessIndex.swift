@@ -6,10 +6,14 @@ import LMDBCacheStorage
 // behind, stale. An index entry is live when its time is its entry's current last access
 // (`DiskDatabases.lastAccess`), and whatever reads the index checks that: trimming drops the stale
 // entries it meets at the front without counting them as evictions (`evictThroughIndex`), the
-// oldest access skips them, verification counts them apart. The rest are swept here: once the
-// index holds more stale entries than live ones (and more than `staleAccessAllowance`), each
-// batch examines a slice of it after where the last sweep stopped and deletes the stale entries
-// there, so the index stays under about twice the store's entries.
+// oldest access skips them, verification counts them apart. Each batch drops the stale entries
+// at the front of the index (so its first entry is the least recently used one, which sets the
+// precision reads record uses with), and once the index holds more stale entries than live ones
+// (and more than `staleAccessAllowance`) it also sweeps a slice of the index after where the last
+// sweep stopped, so the stale entries stay about as many as the live ones.
+//
+// Both are upkeep: a walk that meets a damaged page (keys out of order, a key too short to hold
+// a time and a stored key) stops without failing the batch; trimming and verification report it.
 extension DiskStore {
     /// Stale access entries a store may hold besides its live ones before batches sweep: as many as
     /// its live entries, and at least this many.
@@ -22,21 +26,21 @@ extension DiskStore {
     /// True when the access index's entry (`time`, `key`) is its entry's current one. An entry
     /// whose record's header is damaged counts as live: trimming reaches the record through it.
     func isLiveAccessEntry(time: UInt64, key: [UInt8], _ txn: some TransactionReading) throws -> Bool {
-        guard let bytes = try txn.get(db.records, key) else { return false }
+        // An index key of 8 bytes or fewer (a damaged one) names no stored key: LMDB refuses an
+        // empty key.
+        guard !key.isEmpty, let bytes = try txn.get(db.records, key) else { return false }
         guard let header = Record.Header(bytes) else { return true }
         return try db.lastAccess(txn, key, created: header.created) == time
     }
 
     /// The time of the store's least recently used entry: the access index's first live entry
     /// (0 when the index is empty). Past the first `oldestAccessScan` entries, all stale, the time
-    /// of the last one examined, which is no later than the live one.
+    /// of the last one examined, which is no later than the live one; batches drop the stale
+    /// entries at the front, so that is rare.
     func oldestAccessTime(_ txn: some TransactionReading) throws -> UInt64 {
         var oldest: UInt64 = 0
         var examined = 0
-        // A bounded walk: keys out of order on a damaged page cannot keep it going, and a store
-        // with one still opens (trimming and verification report the damage).
-        try txn.forEach(db.access, bytewiseOrdered: false) { indexKey, _ in
-            let (time, key) = DiskDatabases.parseIndexKey(Array(indexKey))
+        try walkAccessIndex(txn) { _, time, key in
             oldest = time
             examined += 1
             return try examined < Self.oldestAccessScan && !isLiveAccessEntry(time: time, key: key, txn)
@@ -47,35 +51,64 @@ extension DiskStore {
     /// Entries ``oldestAccessTime(_:)`` examines at most.
     static let oldestAccessScan = 16
 
-    /// After a batch that left `left` access entries behind, with `live` entries stored: when the
-    /// index holds more stale entries than allowed, examines `sweepRatio` × `left` entries (at
-    /// least ``trimBatchSize``) from where the last sweep stopped and deletes the stale ones.
-    /// Returns the entries deleted.
+    /// Deletes the stale entries at the front of the access index, up to the first live one and
+    /// at most `budget` of them. Returns the entries deleted.
+    func dropStaleAccessEntriesAtFront(budget: Int, _ txn: WriteTransaction) throws -> Int {
+        var stale: [[UInt8]] = []
+        try walkAccessIndex(txn) { indexKey, time, key in
+            guard stale.count < budget, try !isLiveAccessEntry(time: time, key: key, txn) else { return false }
+            stale.append(indexKey)
+            return true
+        }
+        for indexKey in stale { try txn.delete(db.access, indexKey) }
+        return stale.count
+    }
+
+    /// Calls `body` with each access index key from `start` (the front when nil), its time and
+    /// its stored key, until it returns false. An upkeep walk: keys it cannot read (a damaged page)
+    /// end it quietly. Index keys of 8 bytes or fewer come with an empty stored key.
+    private func walkAccessIndex(
+        _ txn: some TransactionReading, from start: [UInt8]? = nil,
+        _ body: (_ indexKey: [UInt8], _ time: UInt64, _ key: [UInt8]) throws -> Bool
+    ) throws {
+        do {
+            try txn.forEach(db.access, from: start) { bytes, _ in
+                let indexKey = Array(bytes)
+                let (time, key) = DiskDatabases.parseIndexKey(indexKey)
+                return try body(indexKey, time, indexKey.count > 8 ? key : [])
+            }
+        } catch StorageError.damagedStore {
+            return
+        }
+    }
+
+    /// After a batch that left `left` access entries behind, with `live` entries stored: drops
+    /// the stale entries at the front (at most ``trimBatchSize`` and `sweepRatio` × `left`), and
+    /// when the index holds more stale entries than allowed, examines as many from where the last
+    /// sweep stopped and deletes the stale ones. Returns the entries deleted.
     func sweepStaleAccessEntries(left: Int, live: Int, _ txn: WriteTransaction) throws -> Int {
-        let entries = try txn.count(db.access)
-        guard live >= 0, entries > live, entries - live > max(live, Self.staleAccessAllowance) else { return 0 }
         let budget = max(Self.sweepRatio * max(left, 0), Self.trimBatchSize)
+        let atFront = try dropStaleAccessEntriesAtFront(budget: budget, txn)
+        let entries = try txn.count(db.access)
+        guard live >= 0, entries > live, entries - live > max(live, Self.staleAccessAllowance) else { return atFront }
         var examined = 0
         var next: [UInt8]?
         var stale: [[UInt8]] = []
-        // Collected first: the index changes only after the walk. Bounded, so it need not check
-        // the order of the keys: a damaged page fails no batch here (trimming reports it).
-        try txn.forEach(db.access, from: accessSweepPosition.withLock { $0 }, bytewiseOrdered: false) {
-            indexKey, _ in
-            let stored = Array(indexKey)
+        // Collected first: the index changes only after the walk. A walk ended by a damaged page
+        // starts the next sweep at the front again.
+        try walkAccessIndex(txn, from: accessSweepPosition.withLock { $0 }) { indexKey, time, key in
             guard examined < budget else {
-                next = stored
+                next = indexKey
                 return false
             }
             examined += 1
-            let (time, key) = DiskDatabases.parseIndexKey(stored)
-            if try !isLiveAccessEntry(time: time, key: key, txn) { stale.append(stored) }
+            if try !isLiveAccessEntry(time: time, key: key, txn) { stale.append(indexKey) }
             return true
         }
         for indexKey in stale { try txn.delete(db.access, indexKey) }
         // At the end of the index the next sweep starts again at its front. A transaction
         // replayed after the map grew sweeps on from here: it only skips a slice until next time.
         accessSweepPosition.withLock { $0 = next }
-        return stale.count
+        return atFront + stale.count
     }
 }

@@ -86,8 +86,11 @@ extension DiskStore {
                 if header.isExpired(at: now) { statistics.expiredEntries += 1 }
                 return true
             }
-            statistics.oldestAccess = try txn.firstKey(db.access).map { _ in try oldestAccessTime(txn) }
-            statistics.newestAccess = try txn.lastKey(db.access).map { DiskDatabases.parseIndexKey($0).time }
+            // Stale access entries (DiskStore+AccessIndex.swift) may outlive the last record.
+            if statistics.entries > 0 {
+                statistics.oldestAccess = try oldestAccessTime(txn)
+                statistics.newestAccess = try txn.lastKey(db.access).map { DiskDatabases.parseIndexKey($0).time }
+            }
         }
         if statistics.payloadBytes > 0 {
             statistics.compressionRatio = Double(statistics.logicalBytes) / Double(statistics.payloadBytes)

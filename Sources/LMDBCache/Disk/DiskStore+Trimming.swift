@@ -110,6 +110,7 @@ extension DiskStore {
         _ evicted: (DiskEviction) -> Void
     ) throws -> Bool {
         var removed = 0
+        var dropped = 0
         while let first = try txn.firstKey(db.expiry) {
             let (time, key) = DiskDatabases.parseIndexKey(first)
             guard time <= now else { break }
@@ -131,25 +132,33 @@ extension DiskStore {
             } else {
                 return true
             }
-            guard removed < plan.batchSize else { return false }
-            try evictThroughIndex(first, time: time, key: key, index: db.access, txn, &totals) { fullKey, bytes in
+            // Stale entries (DiskStore+AccessIndex.swift) dropped on the way have a budget of
+            // their own: a transaction of the batch size still evicts.
+            guard removed < plan.batchSize, dropped < Self.staleDropsPerEviction * plan.batchSize else { return false }
+            let wasLive = try evictThroughIndex(first, time: time, key: key, index: db.access, txn, &totals) {
+                fullKey, bytes in
                 evicted(DiskEviction(key: fullKey, reason: plan.reason ?? reason, bytes: bytes))
             }
-            removed += 1
+            if wasLive { removed += 1 } else { dropped += 1 }
         }
         return true
     }
 
+    /// Stale access entries a trim transaction may drop for each entry it may evict.
+    static let staleDropsPerEviction = 8
+
     /// Removes the entry an index entry points to; an index entry that no longer matches its
-    /// record (left by a damaged record) is dropped on its own, so trimming always progresses.
-    /// `removed` gets the full key and the bytes of an entry the index entry pointed to and that
-    /// was removed.
+    /// record (a stale access entry, or one left by a damaged record) is dropped on its own, so
+    /// trimming always progresses. `removed` gets the full key and the bytes of an entry the index
+    /// entry pointed to and that was removed. Returns whether the index entry matched its record.
+    @discardableResult
     private func evictThroughIndex(
         _ indexKey: [UInt8], time: UInt64, key: [UInt8], index: Database, _ txn: WriteTransaction,
         _ totals: inout Totals, removed: ([UInt8], Int) -> Void
-    ) throws {
-        if let bytes = try txn.get(db.records, key) {
-            let matches: Bool
+    ) throws -> Bool {
+        var matches = false
+        // A damaged index key of 8 bytes or fewer names no stored key (LMDB refuses an empty one).
+        if !key.isEmpty, let bytes = try txn.get(db.records, key) {
             var fullKey: [UInt8]?  // nil for a damaged record: not reported as an eviction
             if let header = Record.Header(bytes) {
                 matches =
@@ -166,6 +175,7 @@ extension DiskStore {
             }
         }
         try txn.delete(index, indexKey)
+        return matches
     }
 
     /// Commits the queue, then trims as `plan` says at `now` (on the writer); returns the

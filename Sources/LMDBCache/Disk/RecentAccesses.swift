@@ -4,7 +4,7 @@ import LMDBCacheStorage
 /// one on record is old relative to the store's access span.
 ///
 /// The disk tier's least-recently-used order is approximate by design: a read does not move its
-/// entry at once, it asks the writer to record the time later, and each recorded use costs three
+/// entry at once, it asks the writer to record the time later, and each recorded use costs two
 /// small writes in the next commit. Recording only uses that change the order noticeably keeps
 /// those writes rare. A read records a use when the entry's last recorded use (the later of its
 /// write and what this table remembers) is older than ``threshold(granularity:span:ageLimit:)``:

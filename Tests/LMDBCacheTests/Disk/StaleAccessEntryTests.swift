@@ -85,4 +85,88 @@ struct StaleAccessEntryTests {
         #expect(oldest == 1_800_000_000_000 + 90, "k0's rewrite")
         #expect(try disk.store.verify().isClean)
     }
+
+    @Test("after every key is rewritten, the oldest access is the oldest rewrite, not a stale entry")
+    func oldestAccessAfterFullRewrite() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock()
+        let disk = try Self.open(dir, clock)
+        defer { disk.close() }
+        let start = clock.clock.milliseconds
+        let keys = (0..<100).map { Array("key\($0)".utf8) }
+        for key in keys {
+            clock.advance(by: .milliseconds(1))
+            try disk.setData(key, forKey: key)
+        }
+        try disk.flush()
+        clock.advance(by: .seconds(10))
+        let rewrite = clock.clock.milliseconds
+        for key in keys {
+            clock.advance(by: .milliseconds(1))
+            try disk.setData(key + key, forKey: key)
+        }
+        try disk.flush()
+        // The oldest access sets the precision reads record uses with: a stale day-old entry
+        // would make it coarse.
+        #expect(try disk.store.statistics(now: clock.clock.milliseconds).oldestAccess == rewrite + 1)
+        #expect(disk.store.oldestAccess.load(ordering: .relaxed) == rewrite + 1)
+        #expect(start < rewrite)
+    }
+
+    @Test("an emptied store has no access range, though stale entries may remain")
+    func emptiedStoreHasNoAccessRange() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock()
+        let disk = try Self.open(dir, clock)
+        defer { disk.close() }
+        try disk.setData([1], forKey: Array("k".utf8))
+        try disk.flush()
+        clock.advance(by: .seconds(5))
+        _ = try disk.data(forKey: Array("k".utf8))
+        try disk.flush()
+        try disk.removeData(forKey: Array("k".utf8))
+        try disk.flush()
+        let statistics = try disk.store.statistics(now: clock.clock.milliseconds)
+        #expect(statistics.entries == 0)
+        #expect(statistics.oldestAccess == nil && statistics.newestAccess == nil)
+    }
+
+    @Test("damaged access index keys (too short to hold a time and a key) fail no open, batch, trim or sweep")
+    func damagedShortIndexKeys() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let clock = ManualClock()
+        do {
+            let disk = try Self.open(dir, clock)
+            for index in 0..<8 { try disk.setData([UInt8(index)], forKey: Array("k\(index)".utf8)) }
+            try disk.flush()
+            let store = disk.store
+            try store.env.writer.sync {
+                try store.env.write { txn in
+                    for damaged: [UInt8] in [[0, 0, 0, 0, 0, 0, 0, 1], [0, 0, 0, 2], [0]] {
+                        try txn.put(store.db.access, damaged, [])
+                    }
+                }
+            }
+            disk.close()
+        }
+        let disk = try Self.open(dir, clock)
+        defer { disk.close() }
+        // More than the allowance of stale entries, so the batches sweep too.
+        for round in 0..<8 {
+            for index in 0..<200 {
+                clock.advance(by: .milliseconds(1))
+                try disk.setData([UInt8(round)], forKey: Array("r\(index)".utf8))
+            }
+            try disk.flush()
+        }
+        #expect(try disk.data(forKey: Array("r7".utf8)) == [7])
+        try disk.trim(toCount: 100)
+        #expect(disk.totalCount == 100)
+        let report = try disk.store.verify()
+        #expect(report.indexProblems.isEmpty && report.damaged.isEmpty, "\(report.problems)")
+        #expect(report.accessEntries - report.staleAccessEntries == 100)
+    }
 }
