@@ -36,6 +36,18 @@ extension TransactionReading {
         }
     }
 
+    /// The value stored under the key in `key`'s bytes, or nil: ``get(_:_:)`` for a key that is
+    /// not an array of its own (a slice of a buffer LMDB lent).
+    @inlinable
+    package func get(_ database: Database, rawKey key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        var k = lmdbcache_val(key.baseAddress, key.count)
+        var v = MDB_val()
+        let code = mdb_get(pointer, database.handle, &k, &v)
+        if code == MDB_NOTFOUND { return nil }
+        try LMDBStatus.check(code, "mdb_get", path: path)
+        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+    }
+
     /// Calls `body` with each entry in key order, starting at the first key not less than `start`,
     /// until it returns false.
     ///

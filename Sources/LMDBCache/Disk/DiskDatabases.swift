@@ -42,7 +42,14 @@ struct DiskDatabases {
 
     /// When the entry under `key`, whose record says `created`, was last used.
     func lastAccess(_ txn: some TransactionReading, _ key: [UInt8], created: UInt64) throws -> UInt64 {
-        guard let stored = try txn.get(lastAccess, key), stored.count == 8 else { return created }
+        try key.withUnsafeBytes { try lastAccess(txn, rawKey: $0, created: created) }
+    }
+
+    /// ``lastAccess(_:_:created:)`` of the stored key in `key`'s bytes.
+    func lastAccess(_ txn: some TransactionReading, rawKey key: UnsafeRawBufferPointer, created: UInt64) throws
+        -> UInt64
+    {
+        guard let stored = try txn.get(lastAccess, rawKey: key), stored.count == 8 else { return created }
         return stored.loadLE(UInt64.self, at: 0)
     }
 

@@ -25,12 +25,12 @@ extension DiskStore {
 
     /// True when the access index's entry (`time`, `key`) is its entry's current one. An entry
     /// whose record's header is damaged counts as live: trimming reaches the record through it.
-    func isLiveAccessEntry(time: UInt64, key: [UInt8], _ txn: some TransactionReading) throws -> Bool {
+    func isLiveAccessEntry(time: UInt64, key: UnsafeRawBufferPointer, _ txn: some TransactionReading) throws -> Bool {
         // An index key of 8 bytes or fewer (a damaged one) names no stored key: LMDB refuses an
         // empty key.
-        guard !key.isEmpty, let bytes = try txn.get(db.records, key) else { return false }
+        guard !key.isEmpty, let bytes = try txn.get(db.records, rawKey: key) else { return false }
         guard let header = Record.Header(bytes) else { return true }
-        return try db.lastAccess(txn, key, created: header.created) == time
+        return try db.lastAccess(txn, rawKey: key, created: header.created) == time
     }
 
     /// The time of the store's least recently used entry: the access index's first live entry
@@ -57,7 +57,7 @@ extension DiskStore {
         var stale: [[UInt8]] = []
         try walkAccessIndex(txn) { indexKey, time, key in
             guard stale.count < budget, try !isLiveAccessEntry(time: time, key: key, txn) else { return false }
-            stale.append(indexKey)
+            stale.append(Array(indexKey))
             return true
         }
         for indexKey in stale { try txn.delete(db.access, indexKey) }
@@ -65,17 +65,21 @@ extension DiskStore {
     }
 
     /// Calls `body` with each access index key from `start` (the front when nil), its time and
-    /// its stored key, until it returns false. An upkeep walk: keys it cannot read (a damaged page)
-    /// end it quietly. Index keys of 8 bytes or fewer come with an empty stored key.
+    /// its stored key (both in LMDB's buffer: valid until the walk goes on), until it returns
+    /// false. An upkeep walk: keys it cannot read (a damaged page) end it quietly. Index keys of 8
+    /// bytes or fewer come with an empty stored key. Allocates nothing per entry.
     private func walkAccessIndex(
         _ txn: some TransactionReading, from start: [UInt8]? = nil,
-        _ body: (_ indexKey: [UInt8], _ time: UInt64, _ key: [UInt8]) throws -> Bool
+        _ body: (_ indexKey: UnsafeRawBufferPointer, _ time: UInt64, _ key: UnsafeRawBufferPointer) throws -> Bool
     ) throws {
         do {
-            try txn.forEach(db.access, from: start) { bytes, _ in
-                let indexKey = Array(bytes)
-                let (time, key) = DiskDatabases.parseIndexKey(indexKey)
-                return try body(indexKey, time, indexKey.count > 8 ? key : [])
+            try txn.forEach(db.access, from: start) { indexKey, _ in
+                var time: UInt64 = 0
+                for byte in indexKey.prefix(8) { time = time << 8 | UInt64(byte) }
+                let key =
+                    indexKey.count > 8
+                    ? UnsafeRawBufferPointer(rebasing: indexKey[8...]) : UnsafeRawBufferPointer(start: nil, count: 0)
+                return try body(indexKey, time, key)
             }
         } catch StorageError.damagedStore {
             return
@@ -98,11 +102,11 @@ extension DiskStore {
         // starts the next sweep at the front again.
         try walkAccessIndex(txn, from: accessSweepPosition.withLock { $0 }) { indexKey, time, key in
             guard examined < budget else {
-                next = indexKey
+                next = Array(indexKey)
                 return false
             }
             examined += 1
-            if try !isLiveAccessEntry(time: time, key: key, txn) { stale.append(indexKey) }
+            if try !isLiveAccessEntry(time: time, key: key, txn) { stale.append(Array(indexKey)) }
             return true
         }
         for indexKey in stale { try txn.delete(db.access, indexKey) }
