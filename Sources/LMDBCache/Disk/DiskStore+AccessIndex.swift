@@ -87,9 +87,9 @@ extension DiskStore {
     }
 
     /// After a batch that left `left` access entries behind, with `live` entries stored: drops
-    /// the stale entries at the front (at most ``trimBatchSize`` and `sweepRatio` × `left`), and
-    /// when the index holds more stale entries than allowed, examines as many from where the last
-    /// sweep stopped and deletes the stale ones. Returns the entries deleted.
+    /// the stale entries at the front (at most the larger of ``trimBatchSize`` and `sweepRatio` ×
+    /// `left`), and when the index holds more stale entries than allowed, examines as many from
+    /// where the last sweep stopped and deletes the stale ones. Returns the entries deleted.
     func sweepStaleAccessEntries(left: Int, live: Int, _ txn: WriteTransaction) throws -> Int {
         let budget = max(Self.sweepRatio * max(left, 0), Self.trimBatchSize)
         let atFront = try dropStaleAccessEntriesAtFront(budget: budget, txn)
