@@ -26,14 +26,7 @@ extension TransactionReading {
     /// The value stored under `key`, or nil.
     @inlinable
     package func get(_ database: Database, _ key: [UInt8]) throws -> UnsafeRawBufferPointer? {
-        try key.withUnsafeBytes { keyBytes in
-            var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
-            var v = MDB_val()
-            let code = mdb_get(pointer, database.handle, &k, &v)
-            if code == MDB_NOTFOUND { return nil }
-            try LMDBStatus.check(code, "mdb_get", path: path)
-            return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
-        }
+        try key.withUnsafeBytes { try get(database, rawKey: $0) }
     }
 
     /// The value stored under the key in `key`'s bytes, or nil: ``get(_:_:)`` for a key that is
