@@ -170,6 +170,20 @@ extension TransactionReading {
         changes.changed = true
     }
 
+    /// ``put(_:rawKey:_:)`` for a key expected to sort after every key of `database` (a log's
+    /// next sequence number): LMDB goes straight to the last page and, when that is full, leaves
+    /// it full instead of splitting it in half. A key that does not sort last is put as usual.
+    package func append(_ database: Database, rawKey key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer)
+        throws
+    {
+        var k = lmdbcache_val(key.baseAddress, key.count)
+        var v = lmdbcache_val(value.baseAddress, value.count)
+        let code = mdb_put(pointer, database.handle, &k, &v, UInt32(MDB_APPEND))
+        if code == MDB_KEYEXIST { return try put(database, rawKey: key, value) }
+        try check(code, "mdb_put")
+        changes.changed = true
+    }
+
     package func put(_ database: Database, _ key: [UInt8], _ value: [UInt8]) throws {
         try value.withUnsafeBytes { try put(database, key, $0) }
     }
@@ -177,14 +191,24 @@ extension TransactionReading {
     /// Stores `value` under `key` unless the key is present; false (and nothing changed) if it is.
     /// One search instead of a lookup followed by a put.
     package func putIfAbsent(_ database: Database, _ key: [UInt8], _ value: UnsafeRawBufferPointer) throws -> Bool {
+        try putUnlessPresent(database, key, value) == nil
+    }
+
+    /// Stores `value` under `key` unless the key is present, and then returns the value stored
+    /// there (nothing changed; the bytes are valid until this transaction's next change, like
+    /// ``get(_:_:)``'s); nil when it stored `value`. One search either way.
+    package func putUnlessPresent(
+        _ database: Database, _ key: [UInt8], _ value: UnsafeRawBufferPointer
+    ) throws -> UnsafeRawBufferPointer? {
         try key.withUnsafeBytes { keyBytes in
             var k = lmdbcache_val(keyBytes.baseAddress, keyBytes.count)
             var v = lmdbcache_val(value.baseAddress, value.count)
+            // With MDB_NOOVERWRITE, LMDB points the data at the stored item when the key is there.
             let code = mdb_put(pointer, database.handle, &k, &v, UInt32(MDB_NOOVERWRITE))
-            if code == MDB_KEYEXIST { return false }
+            if code == MDB_KEYEXIST { return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size) }
             try check(code, "mdb_put")
             changes.changed = true
-            return true
+            return nil
         }
     }
 

@@ -29,10 +29,12 @@ extension DiskStore {
                 continue
             }
             try record.withUnsafeBytes { bytes in
-                // One search when the key is new; an overwrite removes the old entry first, and
-                // leaves its access index entry behind, stale (DiskStore+AccessIndex.swift).
-                if try !txn.putIfAbsent(db.records, write.key.bytes, bytes) {
-                    if try removeEntry(write.key.bytes, txn, &totals, leavingAccessEntry: true) { left += 1 }
+                // One search when the key is new; an overwrite removes the old record's index
+                // entries, leaving its access index entry behind, stale (DiskStore+AccessIndex.swift),
+                // and replaces it in place.
+                if let stored = try txn.putUnlessPresent(db.records, write.key.bytes, bytes) {
+                    try unindex(write.key.bytes, stored: stored, txn, &totals, leavingAccessEntry: true)
+                    left += 1
                     try txn.put(db.records, write.key.bytes, bytes)
                 }
                 let header = Record.Header(bytes)!
@@ -85,14 +87,23 @@ extension DiskStore {
             totals: totals, added: totals.bytes - before.bytes, moved: moved, oldestAccess: try oldestAccessTime(txn))
     }
 
-    /// Removes the entry stored under `key` with its index entries, if there is one; with
-    /// `leavingAccessEntry` (an overwrite, whose new access entry follows), its access index entry
-    /// stays, stale. Returns whether an entry was removed.
+    /// Removes the entry stored under `key` with its index entries, if there is one. Returns
+    /// whether an entry was removed.
     @discardableResult
-    func removeEntry(
-        _ key: [UInt8], _ txn: WriteTransaction, _ totals: inout Totals, leavingAccessEntry: Bool = false
-    ) throws -> Bool {
+    func removeEntry(_ key: [UInt8], _ txn: WriteTransaction, _ totals: inout Totals) throws -> Bool {
         guard let bytes = try txn.get(db.records, key) else { return false }
+        try unindex(key, stored: bytes, txn, &totals)
+        try txn.delete(db.records, key)
+        return true
+    }
+
+    /// Removes the index entries of `stored`, the record under `key`, and takes it off `totals`;
+    /// the record itself stays for the caller to delete or replace. With `leavingAccessEntry` (an
+    /// overwrite, whose new access entry follows), its access index entry stays, stale.
+    private func unindex(
+        _ key: [UInt8], stored bytes: UnsafeRawBufferPointer, _ txn: WriteTransaction, _ totals: inout Totals,
+        leavingAccessEntry: Bool = false
+    ) throws {
         let cost = Totals.cost(keyLength: key.count, recordLength: bytes.count)
         let header = Record.Header(bytes)
         // `bytes` points into the map: read all of it before the first change.
@@ -110,9 +121,7 @@ extension DiskStore {
         // A record with a damaged header leaves index entries behind; trimming drops them when it
         // reaches them (see `evictThroughIndex`).
         try txn.delete(db.lastAccess, key)
-        try txn.delete(db.records, key)
         totals.count -= 1
         totals.bytes -= cost
-        return true
     }
 }

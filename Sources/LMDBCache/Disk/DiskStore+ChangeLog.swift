@@ -48,7 +48,7 @@ extension DiskStore {
             buffer.removeAll(keepingCapacity: true)
             encode(index, time, &buffer)
             try withUnsafeBytes(of: head.bigEndian) { key in
-                try buffer.withUnsafeBytes { try txn.put(db.changes, rawKey: key, $0) }
+                try buffer.withUnsafeBytes { try txn.append(db.changes, rawKey: key, $0) }
             }
             if head > Self.changeLogCapacity {
                 // The log's entries are consecutive: the one `capacity` back is the oldest.

@@ -317,6 +317,28 @@ struct ChangeLogTests {
         #expect(follower.statistics.memoryTierDrops == drops, "no drop once caught up with the new log")
     }
 
+    @Test("a head set back behind the log's newest entries: later changes are still logged, and read at their place")
+    func headBehindTheNewestEntry() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let disk = try Self.openDisk(dir)
+        defer { disk.close() }
+        for index in 0..<4 {
+            try disk.setData([UInt8(index)], forKey: "k\(index)")
+            try disk.flush()
+        }
+        let head = try Self.head(disk)
+        #expect(head >= 4)
+        // Appends go to the log's end; a key that does not sort last there is put in its place.
+        try Self.write(disk) { store, txn in try Totals.store(txn, store.db.info, DiskStore.changeHeadKey, head - 3) }
+        try disk.setData([9], forKey: "moved")
+        try disk.flush()
+        #expect(try Self.head(disk) == head - 2)
+        let read = try #require(try Self.read(disk, after: head - 3))
+        #expect(read.changes.map(Self.summary) == ["key 0 moved"], "a disk cache's own writes have origin 0")
+        #expect(try Self.logShape(disk).count == Int(head), "the entry at head - 2 was replaced, none added")
+    }
+
     @Test("a log entry whose key is not 8 bytes does not lift the log's capacity bound")
     func malformedKeyKeepsTheBound() throws {
         let dir = TemporaryDirectory()
