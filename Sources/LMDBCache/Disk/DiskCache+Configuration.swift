@@ -16,7 +16,10 @@ extension DiskCache {
         /// most. A killed process loses only writes not yet committed; an OS crash may lose the
         /// writes committed since the last sync, never those a sync made durable: the first open
         /// after it goes back to the last synced snapshot (kept recoverable until the next sync).
-        /// A store found damaged on open is set aside and recreated.
+        /// A store found damaged on open is set aside and recreated. Until a sync, LMDB reuses no
+        /// page freed since the last one, so the writer also syncs once the data file has grown by
+        /// a quarter since then (and by at least 32 MiB): that bounds the file's growth under
+        /// overwrites, at the cost of a sync per that much new data.
         case periodic(syncInterval: Duration)
 
         var syncInterval: Duration? {

@@ -236,7 +236,7 @@ extension DiskStore {
         if syncedByCommit {
             // Its durable commit synced it and every commit before it.
             state.withLock { $0.markSynced() }
-        } else if state.withLock({ $0.syncDue }) {
+        } else if state.withLock({ $0.syncDue }) || outgrewLastSync() {
             var syncFailure: CacheError?
             do {
                 try env.sync()
@@ -305,6 +305,15 @@ extension DiskStore {
                 "LMDBCache could not trim to its free-space limit",
                 metadata: ["path": .escaped(path), "error": .escaped(error)])
         }
+    }
+
+    /// In periodic mode, whether the data file grew by more than a quarter of its extent at the
+    /// last sync, and by at least ``periodicGrowthFloor``, since then: LMDB reuses no page freed
+    /// since a sync until the next one, so without one every overwrite would grow the file.
+    private func outgrewLastSync() -> Bool {
+        guard syncInterval != nil else { return false }
+        let growth = env.growthSinceSync()
+        return growth.added > max(Self.periodicGrowthFloor, growth.atSync / 4)
     }
 
     /// In periodic mode, has the writer sync once `syncInterval` after a commit (one pending sync

@@ -111,6 +111,10 @@ final class DiskStore: Sendable {
 
     static let registry = DirectoryRegistry<DiskStore>()
 
+    /// For ``DiskCache/Durability/periodic(syncInterval:)``: the growth of the data file since
+    /// the last sync past which the writer syncs before the interval ends (or a quarter of the
+    /// file at that sync, when larger).
+    static let periodicGrowthFloor = 32 << 20
     /// For ``DiskCache/Durability/periodic(syncInterval:)``: how often the writer syncs.
     let syncInterval: Duration?
     let syncScheduled = Locked(false)

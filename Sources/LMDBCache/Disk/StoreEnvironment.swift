@@ -34,6 +34,9 @@ struct StoreEnvironment: Sendable {
     /// ``Environment/sync()``.
     func sync() throws { try storage { try raw.sync() } }
 
+    /// ``Environment/growthSinceSync()``.
+    func growthSinceSync() -> (added: Int, atSync: Int) { raw.growthSinceSync() }
+
     /// ``Environment/compactInPlace()``.
     func compactInPlace() throws { try storage { try raw.compactInPlace() } }
 

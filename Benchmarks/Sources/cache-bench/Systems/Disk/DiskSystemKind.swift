@@ -36,6 +36,11 @@ struct DiskSystemKind: Sendable {
         ) { directory, _ in
             try DiskCacheStore(directory: directory, mode: .periodic)
         },
+        // The memory RocksDB's block cache has, as a memory tier of decoded values; durable as the
+        // row above (a batch at a time). One process, as its memory tier is its own.
+        .init(label: "LMDBCache (tiered)", synchronous: false, sharesAcrossProcesses: false) { directory, _ in
+            try TieredCacheStore(directory: directory)
+        },
         .init(label: "SQLite") { try SQLiteStore(directory: $0, durability: $1) },
         .init(label: "FilePerKey") { try FilePerKeyStore(directory: $0, durability: $1) },
         .init(
