@@ -74,8 +74,8 @@ import Synchronization
     private let idleReaders = Locked<[TransactionHandle]>([])
     /// In `.periodic` mode (`MDB_NOSYNC`), what keeps the last synced snapshot recoverable.
     let syncedSnapshot: SyncedSnapshot?
-    /// The data file's extent in bytes after this process's last sync (0 before the first).
-    private let extentAtLastSync = Atomic<Int>(0)
+    /// The pages freed since the pinned snapshot, as far as counted (Environment+FreedPages.swift).
+    let freedSinceSync = Locked(FreedPages())
     /// A read-only descriptor of `lock.mdb` for asking (`F_GETLK`) whether a reader's process
     /// holds LMDB's lock: nil until first needed, -1 when it could not be opened. Closed only in
     /// ``close()``, after LMDB closed its own: closing any descriptor of a file drops every
@@ -166,8 +166,6 @@ import Synchronization
         syncedSnapshot = snapshot
         (env, databases) = opened
         writer = WriterThread(name: "LMDBCache.writer")
-        // Synced just above in `.periodic` mode; in the others a commit syncs.
-        extentAtLastSync.store(extentInBytes(), ordering: .relaxed)
     }
 
     /// Ends the writer thread and closes the environment. Call once, when no other call is running.
@@ -346,33 +344,8 @@ import Synchronization
                 }
                 return try syncedSnapshot.syncAndRecord(env)
             }
-            if done {
-                extentAtLastSync.store(extentInBytes(), ordering: .relaxed)
-                return
-            }
+            if done { return }
             adoptGrownMap()
-        }
-    }
-
-    /// Bytes the data file grew by since this process's last ``sync()`` (its whole extent before
-    /// the first), and its extent at that sync. In `.periodic` mode LMDB reuses no page freed
-    /// after a sync until the next one (``SyncedSnapshot`` holds them), so each overwrite there
-    /// takes new pages at the file's end.
-    package func growthSinceSync() -> (added: Int, atSync: Int) {
-        let atSync = extentAtLastSync.load(ordering: .relaxed)
-        return (max(0, extentInBytes() - atSync), atSync)
-    }
-
-    /// The data file's extent: LMDB's last page used, plus one, in bytes (0 when unusable).
-    private func extentInBytes() -> Int {
-        resizeLock.withSharedLock {
-            guard unusable == nil else { return 0 }
-            var info = MDB_envinfo()
-            var statistics = MDB_stat()
-            guard mdb_env_info(env, &info) == 0, mdb_env_stat(env, &statistics) == 0 else { return 0 }
-            let (pages, overflow) = info.me_last_pgno.addingReportingOverflow(1)
-            let (bytes, tooLarge) = pages.multipliedReportingOverflow(by: Int(statistics.ms_psize))
-            return overflow || tooLarge ? 0 : bytes
         }
     }
 

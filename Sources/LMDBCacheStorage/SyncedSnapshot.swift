@@ -74,6 +74,9 @@ final class SyncedSnapshot: @unchecked Sendable {
         return true
     }
 
+    /// The transaction id of the snapshot pinned, if any. Writer thread only.
+    var pinnedTransaction: Int? { held.map { Int(mdb_txn_id($0)) } }
+
     /// Lets the pinned snapshot go (before the environment closes or is swapped).
     func release() {
         if let held { mdb_txn_abort(held) }

@@ -11,15 +11,15 @@ extension DiskCache {
         /// `setData` returns once its write is committed and synced (meta page included).
         case synchronous
         /// `setData` returns once the write is queued; commits skip fsync (LMDB's `MDB_NOSYNC`)
-        /// and the writer syncs the file at most once per `syncInterval`, and on `flush()` and
-        /// `close()`. The fastest mode, chiefly on large stores, where each commit's fsync costs
+        /// and the writer syncs the file once per `syncInterval` (sooner, see below), and on
+        /// `flush()` and `close()`. The fastest mode, chiefly on large stores, where each commit's fsync costs
         /// most. A killed process loses only writes not yet committed; an OS crash may lose the
         /// writes committed since the last sync, never those a sync made durable: the first open
         /// after it goes back to the last synced snapshot (kept recoverable until the next sync).
         /// A store found damaged on open is set aside and recreated. Until a sync, LMDB reuses no
-        /// page freed since the last one, so the writer also syncs once the data file has grown by
-        /// a quarter since then (and by at least 32 MiB): that bounds the file's growth under
-        /// overwrites, at the cost of a sync per that much new data.
+        /// page freed since the last one (so that the synced snapshot stays whole), so the writer
+        /// also syncs before the interval ends once commits have freed 32 MiB of pages: between
+        /// syncs, overwrites grow the file by at most about that much.
         case periodic(syncInterval: Duration)
 
         var syncInterval: Duration? {
@@ -49,6 +49,10 @@ extension DiskCache {
         /// ``DiskCache/close()``). Set it to false when a ``CacheTrimmingService`` trims instead, or
         /// when nothing should. Default true.
         public var automaticTrimming = true
+        /// In `.periodic` mode, the bytes of pages freed since the last sync at which the writer
+        /// syncs before the interval ends (``Durability/periodic(syncInterval:)``). Internal: the
+        /// tests set a small one.
+        var freedBytesBeforeSync = 32 << 20
         /// Trimming on write removes entries until count and cost are at this fraction of their
         /// limits, so it does not run on every insert. Default 0.9.
         public var lowWaterMark: Double = 0.9

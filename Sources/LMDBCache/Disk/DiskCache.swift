@@ -70,7 +70,8 @@ public final class DiskCache: Sendable {
             }
             return try DiskStore(
                 directory: directory, options: configuration.environmentOptions,
-                syncInterval: configuration.durability.syncInterval, logger: logger)
+                syncInterval: configuration.durability.syncInterval,
+                freedBytesBeforeSync: configuration.freedBytesBeforeSync, logger: logger)
             }
         }
         if !configuration.readOnly, let permissions = store.directory.permissionsOpenToOthers {

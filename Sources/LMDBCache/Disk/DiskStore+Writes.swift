@@ -236,7 +236,7 @@ extension DiskStore {
         if syncedByCommit {
             // Its durable commit synced it and every commit before it.
             state.withLock { $0.markSynced() }
-        } else if state.withLock({ $0.syncDue }) || outgrewLastSync() {
+        } else if state.withLock({ $0.syncDue }) {
             var syncFailure: CacheError?
             do {
                 try env.sync()
@@ -246,6 +246,8 @@ extension DiskStore {
                     "LMDBCache could not sync its store", metadata: ["path": .escaped(path), "error": .escaped(error)])
             }
             state.withLock { $0.markSynced(failure: syncFailure) }
+        } else if pinsTooMuch() {
+            syncLoggingFailure()
         }
         progress.lock()
         progress.broadcast()
@@ -307,13 +309,16 @@ extension DiskStore {
         }
     }
 
-    /// In periodic mode, whether the data file grew by more than a quarter of its extent at the
-    /// last sync, and by at least ``periodicGrowthFloor``, since then: LMDB reuses no page freed
-    /// since a sync until the next one, so without one every overwrite would grow the file.
-    private func outgrewLastSync() -> Bool {
+    /// In periodic mode, whether the pages freed since the last sync reached
+    /// ``freedBytesBeforeSync``: LMDB reuses none of them before the next sync, so until then
+    /// every overwrite takes new pages at the end of the file.
+    private func pinsTooMuch() -> Bool {
         guard syncInterval != nil else { return false }
-        let growth = env.growthSinceSync()
-        return growth.added > max(Self.periodicGrowthFloor, growth.atSync / 4)
+        do {
+            return try env.bytesFreedSinceSync() >= freedBytesBeforeSync
+        } catch {
+            return false
+        }
     }
 
     /// In periodic mode, has the writer sync once `syncInterval` after a commit (one pending sync
@@ -328,14 +333,19 @@ extension DiskStore {
         DispatchQueue.global().asyncAfter(deadline: .now() + syncInterval.timeInterval) { [self] in
             env.writer.async { [self] in
                 syncScheduled.withLock { $0 = false }
-                do {
-                    try env.sync()
-                } catch {
-                    logger.error(
-                        "LMDBCache could not sync its store",
-                        metadata: ["path": .escaped(path), "error": .escaped(error)])
-                }
+                syncLoggingFailure()
             }
+        }
+    }
+
+    /// A sync no caller waits for (periodic mode's): a failure is logged, and the next sync a
+    /// caller asks for (`flush()`) tries again and reports its own outcome.
+    private func syncLoggingFailure() {
+        do {
+            try env.sync()
+        } catch {
+            logger.error(
+                "LMDBCache could not sync its store", metadata: ["path": .escaped(path), "error": .escaped(error)])
         }
     }
 

@@ -111,17 +111,19 @@ final class DiskStore: Sendable {
 
     static let registry = DirectoryRegistry<DiskStore>()
 
-    /// For ``DiskCache/Durability/periodic(syncInterval:)``: the growth of the data file since
-    /// the last sync past which the writer syncs before the interval ends (or a quarter of the
-    /// file at that sync, when larger).
-    static let periodicGrowthFloor = 32 << 20
     /// For ``DiskCache/Durability/periodic(syncInterval:)``: how often the writer syncs.
     let syncInterval: Duration?
+    /// For ``DiskCache/Durability/periodic(syncInterval:)``: the bytes of pages freed since the
+    /// last sync (none reused before the next) at which the writer syncs before the interval ends.
+    let freedBytesBeforeSync: Int
     let syncScheduled = Locked(false)
     let reserve: SpaceReserve
     let presence: ProcessPresence
 
-    init(directory: StoreDirectory, options: Environment.Options, syncInterval: Duration?, logger: Logger) throws {
+    init(
+        directory: StoreDirectory, options: Environment.Options, syncInterval: Duration?, freedBytesBeforeSync: Int,
+        logger: Logger
+    ) throws {
         // Presence first: a process compacting or setting the file aside holds it exclusively, and
         // LMDB must not map the file until that is over.
         let presence = try storage {
@@ -141,6 +143,7 @@ final class DiskStore: Sendable {
         self.directory = directory
         path = directory.path
         self.syncInterval = syncInterval
+        self.freedBytesBeforeSync = freedBytesBeforeSync
         db = DiskDatabases(env.databases)
         self.logger = logger
         isReadOnly = options.readOnly

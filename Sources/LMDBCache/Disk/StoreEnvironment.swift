@@ -34,8 +34,8 @@ struct StoreEnvironment: Sendable {
     /// ``Environment/sync()``.
     func sync() throws { try storage { try raw.sync() } }
 
-    /// ``Environment/growthSinceSync()``.
-    func growthSinceSync() -> (added: Int, atSync: Int) { raw.growthSinceSync() }
+    /// ``Environment/bytesFreedSinceSync()``.
+    func bytesFreedSinceSync() throws -> Int { try storage { try raw.bytesFreedSinceSync() } }
 
     /// ``Environment/compactInPlace()``.
     func compactInPlace() throws { try storage { try raw.compactInPlace() } }

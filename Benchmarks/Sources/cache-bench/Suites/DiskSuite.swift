@@ -377,7 +377,8 @@ struct DiskSuite: Suite {
                 "LMDBCache: DiskCache, default configuration (batched: a commit per batch with fdatasync, DEFLATE 1 "
                     + "through libdeflate for values of 512 B and up, deflated by its writer thread when the queue has "
                     + "room, so a set returns before deflate); periodic: .periodic(syncInterval: 60 s), commits without sync, "
-                    + "synced by the final flush; synchronous: .synchronous; tiered: Cache<String, [UInt8]> "
+                    + "synced by the final flush and once per 32 MiB of pages freed (which bounds its file); "
+                    + "synchronous: .synchronous; tiered: Cache<String, [UInt8]> "
                     + "(BytesCodec) with a memory tier of decoded values bounded at RocksDB's block cache size "
                     + "(costLimit 256 MiB of value bytes) in front of the same disk tier, as a service links it.",
                 "SQLite: system libsqlite3 as YYKVStorage: manifest table with the value inline, WAL, "
