@@ -68,8 +68,18 @@ struct DiskDatabases {
 
     /// Splits an index key into its time and stored key.
     static func parseIndexKey(_ bytes: [UInt8]) -> (time: UInt64, key: [UInt8]) {
+        bytes.withUnsafeBytes { bytes in
+            let (time, key) = parseIndexKey(bytes)
+            return (time, Array(key))
+        }
+    }
+
+    /// The time and stored key of an index key in place: the stored key is a slice of `bytes`
+    /// (empty for a damaged key of 8 bytes or fewer). Allocates nothing.
+    static func parseIndexKey(_ bytes: UnsafeRawBufferPointer) -> (time: UInt64, key: UnsafeRawBufferPointer) {
         var time: UInt64 = 0
-        for index in 0..<min(8, bytes.count) { time = time << 8 | UInt64(bytes[index]) }
-        return (time, Array(bytes.dropFirst(8)))
+        for byte in bytes.prefix(8) { time = time << 8 | UInt64(byte) }
+        guard bytes.count > 8 else { return (time, UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return (time, UnsafeRawBufferPointer(rebasing: bytes[8...]))
     }
 }

@@ -74,11 +74,7 @@ extension DiskStore {
     ) throws {
         do {
             try txn.forEach(db.access, from: start) { indexKey, _ in
-                var time: UInt64 = 0
-                for byte in indexKey.prefix(8) { time = time << 8 | UInt64(byte) }
-                let key =
-                    indexKey.count > 8
-                    ? UnsafeRawBufferPointer(rebasing: indexKey[8...]) : UnsafeRawBufferPointer(start: nil, count: 0)
+                let (time, key) = DiskDatabases.parseIndexKey(indexKey)
                 return try body(indexKey, time, key)
             }
         } catch StorageError.damagedStore {
