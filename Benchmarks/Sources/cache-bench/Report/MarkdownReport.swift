@@ -101,7 +101,8 @@ func chart(for report: SuiteReport) -> BarChart {
         for row in report.rows {
             let value = formatValue(row)
             let label =
-                report.suite == "memory" ? "\(row.workload), \(row.threads)t" : "\(row.workload), \(value)"
+                report.suite == "memory" || row.threads > 1
+                ? "\(row.workload), \(row.threads)t" : "\(row.workload), \(value)"
             let ratio = row.ratioToLMDBCache.map { " (\(format($0, decimals: 2))x)" } ?? ""
             groups[group(label)].bars.append(
                 .init(series: row.label, value: row.opsPerSecond, text: "\(formatRate(row.opsPerSecond)) ops/s\(ratio)")

@@ -16,6 +16,9 @@ struct DiskSuite: Suite {
     /// The payload of the mixes, the read-while-writing and the two-process workloads.
     let mixPayload = Payload.json4K
 
+    /// The thread counts of the concurrent synchronous-writes rows.
+    static let synchronousWriters = [8, 32]
+
     /// How much each workload does per run.
     struct Sizes {
         var entries: Int
@@ -24,6 +27,8 @@ struct DiskSuite: Suite {
         var coldGets: Int
         var mixOperations: Int
         var synchronousSets: Int
+        /// Inserts per run of the concurrent synchronous writers, over all their threads.
+        var concurrentSynchronousSets: Int
         /// A get or mix run stops after this long even if it has operations left.
         var seconds: Double
 
@@ -34,6 +39,7 @@ struct DiskSuite: Suite {
             coldGets = quick ? 200 : 2_000
             mixOperations = quick ? 1_000 : 10_000
             synchronousSets = quick ? 100 : 500
+            concurrentSynchronousSets = quick ? 320 : 3_200
             seconds = quick ? 0.2 : 1.0
         }
     }
@@ -98,15 +104,21 @@ struct DiskSuite: Suite {
         var compressions: [String: String] = [:]
         var durabilities: [String: String] = [:]
         var residency: [String] = []
-        let keys = makeKeys(count: sizes.entries + sizes.synchronousSets * repeats, salt: diskKeySalt)
+        let keys = makeKeys(
+            count: sizes.entries
+                + (sizes.synchronousSets + Self.synchronousWriters.count * sizes.concurrentSynchronousSets)
+                    * repeats,
+            salt: diskKeySalt)
 
         /// Summarizes one workload's samples (in `stores`' order) into rows, with ratios.
-        func cell(_ workload: String, _ payload: Payload, _ stores: [Store], _ samples: [[RunSample]]) -> [ResultRow] {
+        func cell(
+            _ workload: String, _ payload: Payload, _ stores: [Store], _ samples: [[RunSample]], threads: Int = 1
+        ) -> [ResultRow] {
             guard samples.contains(where: { !$0.isEmpty }) else { return [] }
             var cell = zip(stores, samples).map { store, runs in
                 var row = summarize(
                     suite: name, system: store.system.name, variant: store.system.variant, workload: workload,
-                    threads: 1, valueBytes: payload.size, runs: runs)
+                    threads: threads, valueBytes: payload.size, runs: runs)
                 row.valueKind = payload == .random4K ? "random" : "json"
                 row.durable = store.system.durability.rawValue
                 row.compression = store.system.compression
@@ -115,7 +127,7 @@ struct DiskSuite: Suite {
             }
             cell.computeRatios()
             log(
-                "disk: \(workload) \(payload.label): "
+                "disk: \(workload) \(payload.label)\(threads == 1 ? "" : ", \(threads) threads"): "
                     + cell.map { "\($0.label) \(formatRate($0.opsPerSecond))" }.joined(separator: ", "))
             return cell
         }
@@ -280,6 +292,24 @@ struct DiskSuite: Suite {
         }
         rows += cell("set synchronous", payload, synchronous, synchronousSamples)
 
+        // Synchronous writers together: each thread inserts its own keys through its own handle
+        // (SQLite: its own connection; LMDBCache and RocksDB: the store, shared).
+        let manyWriters = synchronous.filter(\.kind.writesFromManyThreads)
+        for (step, writers) in Self.synchronousWriters.enumerated() {
+            let samples = try rounds("set synchronous", payload, manyWriters) { store, round in
+                let first =
+                    sizes.entries + sizes.synchronousSets * repeats
+                    + (step * repeats + round) * sizes.concurrentSynchronousSets
+                let handles = try (0..<writers).map { _ in try store.system.concurrentWriter() }
+                defer { for handle in handles where handle !== store.system { handle.close() } }
+                let orders = (0..<writers).map { writer in
+                    Array(stride(from: first + writer, to: first + sizes.concurrentSynchronousSets, by: writers))
+                }
+                return try DiskWorkloads.concurrentSets(handles, keys: keys, orders: orders, pool: pool)
+            }
+            rows += cell("set synchronous", payload, manyWriters, samples, threads: writers)
+        }
+
         var warnings: [String] = []
         for row in rows where (row.misses ?? 0) > 0 {
             warnings.append(
@@ -288,7 +318,7 @@ struct DiskSuite: Suite {
         for warning in warnings { log("disk: WARNING: " + warning) }
 
         let writerCPU = rows.filter { $0.writerCPUNanosecondsPerOperation != nil }.map { row in
-            "\(row.label) \(row.workload) \(formatValue(row)): "
+            "\(row.label) \(row.workload) \(formatValue(row))\(row.threads == 1 ? "" : ", \(row.threads) threads"): "
                 + formatNanoseconds(row.writerCPUNanosecondsPerOperation ?? 0)
         }
         let accessUpdates = rows.filter { $0.accessUpdatesPerOperation != nil && $0.workload.hasPrefix("get") }.map {
@@ -297,7 +327,7 @@ struct DiskSuite: Suite {
         }
         let bytesWritten = rows.filter { $0.bytesWrittenPerOperation != nil && !$0.workload.hasPrefix("get") }
             .map { row in
-                "\(row.label) \(row.workload) \(formatValue(row)): "
+                "\(row.label) \(row.workload) \(formatValue(row))\(row.threads == 1 ? "" : ", \(row.threads) threads"): "
                     + formatBytes(Int((row.bytesWrittenPerOperation ?? 0).rounded())) + " ("
                     + format((row.bytesWrittenPerOperation ?? 0) / 4_096, decimals: 1) + " pages)"
             }
@@ -349,6 +379,11 @@ struct DiskSuite: Suite {
                 ),
                 ("set synchronous", "\(sizes.synchronousSets) inserts of 100 B per run, each durable on return"),
                 (
+                    "set synchronous, 8 and 32 threads",
+                    "\(sizes.concurrentSynchronousSets) inserts of 100 B per run over that many threads at once, "
+                        + "each its own keys through its own handle, each durable on return"
+                ),
+                (
                     "repeats",
                     "\(repeats) rounds; each runs every system once, in an order drawn from the seed, and drains it "
                         + "(untimed) after its run"
@@ -356,7 +391,14 @@ struct DiskSuite: Suite {
                 ("directory", "\(options.scratchDirectory) (\(fileSystemName(options.scratchDirectory)))"),
             ],
             notes: [
-                "ops/s: one thread; set, mix and synchronous throughput includes the final flush or commit.",
+                "ops/s: one thread (set synchronous at 8 and 32 threads: all threads' inserts over the first "
+                    + "one's start to the last one's end); set, mix and synchronous throughput includes the final "
+                    + "flush or commit.",
+                "set synchronous with many threads: LMDBCache's synchronous writers share commits (the writer's "
+                    + "batch takes every waiting write and one durable commit syncs them all); RocksDB groups its "
+                    + "WAL writes and syncs; SQLite's connections take its write lock one commit at a time "
+                    + "(its busy handler sleeps while another holds it); LMDB-C has one write transaction per "
+                    + "handle and is left out.",
                 "durable: when a write is on stable storage: on return; per batch (each commit syncs its "
                     + "data pages, which makes the batch before it durable; the last batch is durable at the next "
                     + "commit or flush, and every run ends with one); at the end (only the run's final flush "

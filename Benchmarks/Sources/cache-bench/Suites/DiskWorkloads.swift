@@ -68,6 +68,47 @@ enum DiskWorkloads {
         return RunSample(operations: order.count, elapsedNanos: elapsed, batchNanos: times, batchSize: depth, misses: 0)
     }
 
+    /// Times `handles.count` threads at once, each setting the keys of its own `orders[thread]`
+    /// to pool values one at a time through its own handle (each set durable on return, as the
+    /// handles are synchronous); throughput is every thread's sets over the first thread's start
+    /// to the last one's end (threads start one after another, a few tens of microseconds apart).
+    static func concurrentSets(
+        _ handles: [any DiskSystem], keys: [[UInt8]], orders: [[Int]], pool: [[UInt8]]
+    ) throws -> RunSample {
+        struct ThreadRun: Sendable {
+            var start: UInt64
+            var end: UInt64
+            var times: [UInt64]
+            var failure: String?
+        }
+        let runs = Mutex<[ThreadRun]>([])
+        // Each thread uses only its own handle.
+        nonisolated(unsafe) let handles = handles
+        onThreads(handles.count) { thread in
+            let handle = handles[thread]
+            var run = ThreadRun(start: nanosecondsNow(), end: 0, times: [], failure: nil)
+            run.times.reserveCapacity(orders[thread].count)
+            do {
+                for index in orders[thread] {
+                    let before = nanosecondsNow()
+                    try handle.set(pool[index % pool.count], forKey: keys[index])
+                    run.times.append(nanosecondsNow() - before)
+                }
+            } catch {
+                run.failure = "\(error)"
+            }
+            run.end = nanosecondsNow()
+            runs.withLock { $0.append(run) }
+        }
+        let all = runs.withLock { $0 }
+        if let failure = all.lazy.compactMap(\.failure).first { throw BenchError(description: failure) }
+        let start = all.map(\.start).min() ?? 0
+        let end = all.map(\.end).max() ?? start
+        let times = all.flatMap(\.times)
+        return RunSample(
+            operations: times.count, elapsedNanos: end - start, batchNanos: times, batchSize: 1, misses: 0)
+    }
+
     /// One operation of a mixed workload: a get, or a set (`value` is the pool index to store).
     struct MixedOperation {
         var key: Int32

@@ -17,6 +17,10 @@ struct DiskSystemKind: Sendable {
     /// `LMDB-C (nosync)`), for Redis (a server, not in ``local``) and for a store that locks its
     /// directory to one process (RocksDB).
     var sharesAcrossProcesses = true
+    /// Takes synchronous writes from many threads at once, each through its own
+    /// ``DiskSystem/concurrentWriter()`` handle: in the concurrent synchronous-writes rows. False
+    /// for LMDB-C, whose one handle holds one write transaction.
+    var writesFromManyThreads = true
     /// Opens (creating) a store in an existing directory, in the standard or synchronous mode.
     var open: @Sendable (_ directory: String, _ durability: DiskDurability) throws -> any DiskSystem
 
@@ -49,7 +53,7 @@ struct DiskSystemKind: Sendable {
         ) { directory, _ in
             try RawLMDBStore(directory: directory, mode: .nosync)
         },
-        .init(label: "LMDB-C (per batch)") { directory, durability in
+        .init(label: "LMDB-C (per batch)", writesFromManyThreads: false) { directory, durability in
             try RawLMDBStore(directory: directory, mode: durability == .synchronous ? .synchronous : .perBatch)
         },
         .init(label: "LMDB-C + zlib (per batch)", synchronous: false) { directory, _ in
