@@ -26,7 +26,7 @@ let allSuites: [any Suite] = [
 
 let usage = """
     usage: cache-bench [--suite NAME] [--quick] [--json PATH] [--report DIR]
-                       [--trace PATH [--trace-format arc|oracle] [--sizes N,N,...]]... [--dir PATH] [--seed N]
+                       [--trace PATH [--trace-format arc|oracle|plain] [--sizes N,N,...]]... [--dir PATH] [--seed N]
                        [--workloads W,W,...] [--systems S,S,...]
 
       --suite NAME          \(allSuites.map(\.name).joined(separator: ", ")), or all (the default)
@@ -40,11 +40,12 @@ let usage = """
                             and cloudPhysicsIO.oracleGeneral.bin.gz, at their published sizes);
                             give it again for more traces: replayed in order, one report
       --trace-format F      applies to the --trace before it: arc (the ARC paper's .lis,
-                            count-bounded) or oracle (libCacheSim's oracleGeneral .bin,
-                            byte-bounded); default: by the file name (.lis, oracleGeneral, .bin)
-      --sizes N,N,...       applies to the --trace before it: capacities, entries for arc, bytes for
-                            oracle (K, M, G suffixes are binary: 128M is 128 MiB); default: the sizes
-                            with published figures (OLTP, cloudPhysicsIO)
+                            count-bounded), oracle (libCacheSim's oracleGeneral .bin,
+                            byte-bounded) or plain (one key per line, count-bounded); default: by
+                            the file name (.lis, oracleGeneral, .bin)
+      --sizes N,N,...       applies to the --trace before it: capacities, entries for arc and plain,
+                            bytes for oracle (K, M, G suffixes are binary: 128M is 128 MiB);
+                            default: the sizes with published figures (OLTP, cloudPhysicsIO)
       --dir PATH            where the disk, tiered, coherence and fleet suites create their stores
                             (default: temp dir)
       --seed N              the seed of each round's order of systems (default: a new one, printed)
@@ -121,7 +122,7 @@ while let argument = arguments.popFirst() {
 }
 options.traces = traceArguments.map { path, format, sizes in
     guard let format = format ?? TraceFormat(guessingFrom: path) else {
-        fail("cannot tell the format of \(path): give --trace-format arc or oracle after it")
+        fail("cannot tell the format of \(path): give --trace-format arc, oracle or plain after it")
     }
     return TraceRequest(path: path, format: format, sizes: sizes)
 }

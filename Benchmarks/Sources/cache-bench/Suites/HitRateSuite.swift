@@ -3,8 +3,9 @@ import Foundation
 import Synchronization
 
 // The hit-rate suite: real traces replayed through the memory tier at several capacities (its
-// default .adaptive policy and .lru), beside an exact LRU and an exact ARC (proving the replay
-// against the published figures), and the published figures of ARC, LIRS and S3-FIFO (no replay).
+// default .adaptive policy and .lru), beside an exact LRU, ARC, LIRS and S3-FIFO (proving the replay
+// against the published figures and libCacheSim's), and the published figures of ARC, LIRS and
+// S3-FIFO (no replay).
 
 struct HitRateSuite: Suite {
     let name = "hitrate"
@@ -53,7 +54,7 @@ struct HitRateSuite: Suite {
     }
 
     /// Replays one trace at each of its sizes through every system; fails when a check fails
-    /// (request count, exact LRU, count-bounded ARC).
+    /// (request count, exact LRU, count-bounded ARC, LIRS and S3-FIFO against libCacheSim on OLTP).
     private func replay(_ request: TraceRequest, options: Options, log: (String) -> Void) throws -> TraceReplay {
         let started = nanosecondsNow()
         let trace = try Trace(path: request.path, format: request.format)
@@ -73,6 +74,8 @@ struct HitRateSuite: Suite {
         let published = sizes.contains {
             PublishedHitRatios.lru(trace: trace.name, capacity: $0) != nil
                 || PublishedHitRatios.arc(trace: trace.name, capacity: $0) != nil
+                || PublishedHitRatios.lirs(trace: trace.name, capacity: $0) != nil
+                || PublishedHitRatios.s3fifo(trace: trace.name, capacity: $0) != nil
                 || !PublishedHitRatios.others(trace: trace.name, capacity: $0).isEmpty
         }
         if published, let requests = PublishedHitRatios.requests(trace: trace.name), requests != trace.ids.count {
@@ -89,12 +92,17 @@ struct HitRateSuite: Suite {
             + "(\(trace.format.rawValue) format): \(trace.ids.count) requests, \(unique) objects\(skipped); capacity "
             + (byteBounded
                 ? "in bytes, each object costs its size (MemoryCache costLimit, cost = size)"
-                : "in entries, each page costs 1 (MemoryCache countLimit)")
+                : "in entries, each \(trace.format == .plain ? "key" : "page") costs 1 (MemoryCache countLimit)")
         let unit = byteBounded ? "bytes" : "entries"
         for capacity in sizes {
             let label = formatCapacity(capacity, bytes: byteBounded)
             let reference = PublishedHitRatios.lru(trace: trace.name, capacity: capacity)
             let arc = PublishedHitRatios.arc(trace: trace.name, capacity: capacity)
+            // libCacheSim's LIRS and S3-FIFO figures, by system, where there are some.
+            let libCacheSim = [
+                "LIRS": PublishedHitRatios.lirs(trace: trace.name, capacity: capacity),
+                "S3-FIFO": PublishedHitRatios.s3fifo(trace: trace.name, capacity: capacity),
+            ].compactMapValues { $0 }
             var replays: [(system: String, variant: String?, replay: () throws -> (hits: Int, nanoseconds: UInt64))] = [
                 (
                     "LMDBCache", nil,
@@ -125,6 +133,8 @@ struct HitRateSuite: Suite {
                 ),
                 ("LRU", nil, { replayReference(ExactLRU.self, trace, capacity: capacity) }),
                 ("ARC", nil, { replayReference(ExactARC.self, trace, capacity: capacity) }),
+                ("LIRS", nil, { replayReference(ExactLIRS.self, trace, capacity: capacity) }),
+                ("S3-FIFO", nil, { replayReference(ExactS3FIFO.self, trace, capacity: capacity) }),
             ]
             // The disk tier, count-bounded traces only (its cost is bytes on disk, not the trace's
             // sizes); with --quick at the smallest capacity only.
@@ -152,7 +162,11 @@ struct HitRateSuite: Suite {
                     p99Nanoseconds: Double(nanoseconds) / Double(requests),
                     capacity: capacity, hitRatio: Double(hits) / Double(requests),
                     capacityUnit: unit, variant: variant)
-                row.referenceHitRatio = system == "LRU" ? reference : system == "ARC" ? arc : nil
+                switch system {
+                case "LRU": row.referenceHitRatio = reference
+                case "ARC": row.referenceHitRatio = arc
+                default: row.referenceHitRatio = libCacheSim[system]
+                }
                 cell.append(row)
             }
             // Not replayed: the published figures, each its own reference.
@@ -195,6 +209,27 @@ struct HitRateSuite: Suite {
                         ? "\(label): \(misses(replayed)) misses (published \(misses(arc)))"
                         : "\(label): \(formatPoints(replayed - arc))")
             }
+            // The exact LIRS and S3-FIFO must land within 0.05 points of libCacheSim's own on OLTP
+            // (count-bounded); byte-bounded they are only compared with its published misses (notes).
+            for system in ["LIRS", "S3-FIFO"] {
+                guard let expected = libCacheSim[system],
+                    let replayed = cell.first(where: { $0.system == system && $0.variant == nil })?.hitRatio
+                else { continue }
+                if PublishedHitRatios.checksLibCacheSim(trace: trace.name),
+                    abs(replayed - expected) > Self.libCacheSimTolerance
+                {
+                    throw TraceFailure(
+                        description: "\(traceName) @ \(capacity): exact \(system) replay gives "
+                            + "\(formatPercent(replayed)), libCacheSim's \(system) gives \(formatPercent(expected)) "
+                            + "(allowed: ±\(format(Self.libCacheSimTolerance * 100, decimals: 2)) points)")
+                }
+                let requests = Double(trace.ids.count)
+                let misses = { (ratio: Double) in Int(((1 - ratio) * requests).rounded()) }
+                result.libCacheSimGaps[system, default: []].append(
+                    byteBounded
+                        ? "\(label): \(misses(replayed)) misses (published \(misses(expected)))"
+                        : "\(label): \(formatPoints(replayed - expected))")
+            }
             log(
                 "hitrate: \(traceName) @ \(label): "
                     + cell.map { "\($0.label) \(formatPercent($0.hitRatio))" }.joined(separator: ", ")
@@ -214,6 +249,9 @@ struct HitRateSuite: Suite {
     /// How far a count-bounded replayed ARC may land from the published figure: 0.05 points.
     static let arcTolerance = 0.0005
 
+    /// How far the replayed LIRS and S3-FIFO may land from libCacheSim's on OLTP: 0.05 points.
+    static let libCacheSimTolerance = 0.0005
+
     /// The suite's report over every trace replayed: parameters, rows, and notes (those that
     /// depend on the trace, once per trace that needs them).
     private func report(_ replays: [TraceReplay]) -> SuiteReport {
@@ -225,6 +263,8 @@ struct HitRateSuite: Suite {
         let countBounded = replays.contains { !$0.byteBounded }
         let diskUpdates = perTrace(\.diskAccessUpdates)
         let arcGaps = perTrace(\.arcGaps)
+        let lirsGaps = perTrace { $0.libCacheSimGaps["LIRS"] ?? [] }
+        let s3fifoGaps = perTrace { $0.libCacheSimGaps["S3-FIFO"] ?? [] }
         var notes: [String] = [
             "Replay: each request is a lookup; a miss inserts the object. hit ratio = hits / requests.",
             "LMDBCache: MemoryCache with its default configuration (policy .adaptive, W-TinyLFU with a "
@@ -254,6 +294,33 @@ struct HitRateSuite: Suite {
                     ? ""
                     : " Replayed against published ARC (count-bounded: the difference in points; byte-bounded: "
                         + "misses, as libCacheSim publishes them): \(arcGaps)."),
+            "LIRS: an exact single-threaded LIRS in the harness (Systems/HitRate/ExactLIRS.swift), Jiang and Zhang's "
+                + "algorithm (SIGMETRICS '02: LIR set, list Q of resident HIR blocks holding 1 % of the capacity, LIRS "
+                + "stack S with stack pruning, non-resident HIR entries kept in S), with libCacheSim's choices where "
+                + "the paper leaves one (S bounded at twice the capacity) but the paper's rule where libCacheSim "
+                + "departs from it (a hit on a resident HIR block not in S demotes no LIR block; with libCacheSim's "
+                + "rule it gives libCacheSim's misses exactly on both bundled traces), bounded by the same capacity "
+                + "as the others (byte-bounded, the LIR set's and Q's sizes are in bytes). The run fails if it lands "
+                + "more than 0.05 points from libCacheSim's own LIRS on OLTP (libcachesim 0.3.5, "
+                + "Benchmarks/Traces/README.md); byte-bounded it is only compared with libCacheSim's published "
+                + "LIRS misses."
+                + (lirsGaps.isEmpty
+                    ? ""
+                    : " Replayed against libCacheSim (count-bounded: the difference in points; byte-bounded: "
+                        + "misses): \(lirsGaps)."),
+            "S3-FIFO: an exact single-threaded S3-FIFO in the harness (Systems/HitRate/ExactS3FIFO.swift), Yang et al.'s "
+                + "algorithm (SOSP '23: small FIFO of 10 % of the capacity, main FIFO of 90 %, ghost FIFO of keys as "
+                + "large as main, counters capped at 3; the oldest object of small moves to main if hit twice there, "
+                + "else is evicted into the ghost; main reinserts its oldest while its counter, decremented each time, "
+                + "is above 0), with libCacheSim's S3FIFO rules and defaults (until the first eviction a full small "
+                + "sends new objects to main, as libCacheSim's S3FIFO does and its S3FIFOv0, the paper's, does not), "
+                + "bounded by the same capacity as the others (byte-bounded, every queue's size is in bytes). The run "
+                + "fails if it lands more than 0.05 points from libCacheSim's own S3-FIFO on OLTP (libcachesim 0.3.5); "
+                + "byte-bounded it is only compared with libCacheSim's published S3-FIFO misses."
+                + (s3fifoGaps.isEmpty
+                    ? ""
+                    : " Replayed against libCacheSim (count-bounded: the difference in points; byte-bounded: "
+                        + "misses): \(s3fifoGaps)."),
         ]
         if countBounded {
             notes.append(
@@ -268,8 +335,10 @@ struct HitRateSuite: Suite {
         notes.append(
             "reference: the published figure for the row's own policy, trace and capacity "
                 + "(Benchmarks/Traces/README.md): on LRU rows the published LRU hit ratio, on ARC rows (replayed and "
-                + "published) the published ARC hit ratio, on LIRS and S3-FIFO (published) rows their own; empty "
-                + "where there is none (LMDBCache's rows, unpublished sizes, traces without published figures).")
+                + "published) the published ARC hit ratio, on LIRS and S3-FIFO rows (replayed and published) "
+                + "libCacheSim's own (published for cloudPhysicsIO; for OLTP replayed through libcachesim 0.3.5, no "
+                + "published rows); empty where there is none (LMDBCache's rows, unpublished sizes, traces without "
+                + "figures).")
         let arcSources = replays.filter { $0.publishedSystems.contains("ARC") }
             .map { "\($0.name): \(PublishedHitRatios.arcSource(trace: $0.fileName))" }
         if !arcSources.isEmpty {
@@ -283,9 +352,9 @@ struct HitRateSuite: Suite {
         }
         if !otherSources.isEmpty {
             notes.append(
-                "LIRS (published), S3-FIFO (published): not replayed (the harness has neither): published hit ratios "
-                    + "(1 − misses / requests), as both hit ratio and reference. Sources: "
-                    + "\(otherSources.joined(separator: "; ")).")
+                "LIRS (published), S3-FIFO (published): not replayed: libCacheSim's published hit ratios "
+                    + "(1 − misses / requests), as both hit ratio and reference, beside the replayed LIRS and S3-FIFO. "
+                    + "Sources: \(otherSources.joined(separator: "; ")).")
         }
         for replay in replays where replay.format == .oracle {
             notes.append(
@@ -322,6 +391,8 @@ private struct TraceReplay {
     var diskAccessUpdates: [String] = []
     /// Per capacity with a published ARC figure: the replayed ARC minus it.
     var arcGaps: [String] = []
+    /// Per system (`LIRS`, `S3-FIFO`) and capacity with a libCacheSim figure: the replay minus it.
+    var libCacheSimGaps: [String: [String]] = [:]
     /// Per capacity: the default configuration's shard count.
     var shardCounts: [String] = []
     /// The systems with a published row (`ARC`, `LIRS`, `S3-FIFO`).
@@ -413,6 +484,8 @@ protocol ReferencePolicy {
 
 extension ExactLRU: ReferencePolicy {}
 extension ExactARC: ReferencePolicy {}
+extension ExactLIRS: ReferencePolicy {}
+extension ExactS3FIFO: ReferencePolicy {}
 
 /// Replays `trace` through a fresh `Policy` of `capacity`.
 func replayReference<Policy: ReferencePolicy>(

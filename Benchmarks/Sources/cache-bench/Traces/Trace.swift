@@ -10,6 +10,10 @@ enum TraceFormat: String, Sendable {
     /// u32 size, i64 next access`. Byte-bounded: each object costs its size. Records of size 0
     /// are skipped, as libCacheSim skips them (``Trace/skippedZeroSize``).
     case oracle
+    /// Plain text, one key per line: any bytes but the line's end, spaces, tabs and a carriage
+    /// return around it trimmed; empty lines skipped. Count-bounded: every key costs 1. Keys get
+    /// ids in the order they first appear, so no two keys share one.
+    case plain
 
     /// The format a file name suggests (`.lis` or `oracleGeneral`), if any.
     init?(guessingFrom path: String) {
@@ -57,6 +61,7 @@ struct Trace: Sendable {
         switch format {
         case .arc: try parseARC(bytes)
         case .oracle: try parseOracle(bytes)
+        case .plain: parsePlain(bytes)
         }
     }
 
@@ -101,6 +106,27 @@ struct Trace: Sendable {
             }
         }
         try endLine()
+    }
+
+    private mutating func parsePlain(_ bytes: [UInt8]) {
+        var known: [ArraySlice<UInt8>: UInt64] = [:]
+        func isBlank(_ byte: UInt8) -> Bool {
+            byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
+        }
+        for var line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            while let first = line.first, isBlank(first) { line = line.dropFirst() }
+            while let last = line.last, isBlank(last) { line = line.dropLast() }
+            guard !line.isEmpty else { continue }
+            let id: UInt64
+            if let seen = known[line] {
+                id = seen
+            } else {
+                id = UInt64(known.count)
+                known[line] = id
+            }
+            ids.append(id)
+            sizes.append(1)
+        }
     }
 
     private mutating func parseOracle(_ bytes: [UInt8]) throws {
