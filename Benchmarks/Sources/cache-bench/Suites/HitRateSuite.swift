@@ -135,6 +135,7 @@ struct HitRateSuite: Suite {
                 ("ARC", nil, { replayReference(ExactARC.self, trace, capacity: capacity) }),
                 ("LIRS", nil, { replayReference(ExactLIRS.self, trace, capacity: capacity) }),
                 ("S3-FIFO", nil, { replayReference(ExactS3FIFO.self, trace, capacity: capacity) }),
+                ("W-TinyLFU", "static 1%", { replayReference(ExactWTinyLFU.self, trace, capacity: capacity) }),
             ]
             // The disk tier, count-bounded traces only (its cost is bytes on disk, not the trace's
             // sizes); with --quick at the smallest capacity only.
@@ -321,6 +322,14 @@ struct HitRateSuite: Suite {
                     ? ""
                     : " Replayed against libCacheSim (count-bounded: the difference in points; byte-bounded: "
                         + "misses): \(s3fifoGaps)."),
+            "W-TinyLFU (static 1%): an exact single-threaded W-TinyLFU in the harness "
+                + "(Systems/HitRate/ExactWTinyLFU.swift), the policy before adaptation: Einziger, Friedman and "
+                + "Manes's (ACM TOS 2017) with the static window of Caffeine's releases up to 2.6 (window 1 %, "
+                + "main area 99 % of it 80 % protected, a count-min sketch of 4-bit counters sized to the "
+                + "capacity in entries and halved after ten times that many requests, a candidate admitted if "
+                + "counted more often than the victim, a warm one (over 5) one time in 128); byte-bounded, its "
+                + "sketch grows with the entries held. Written from the paper and Caffeine's design notes; "
+                + "not checked against another implementation.",
         ]
         if countBounded {
             notes.append(
@@ -479,19 +488,26 @@ private final class ReplayClock: Sendable {
 /// A reference policy the suite replays: a lookup that inserts on a miss, true on a hit.
 protocol ReferencePolicy {
     init(capacity: Int)
+    /// A policy of `capacity` bytes (`byteBounded`) or entries; most policies need not know.
+    init(capacity: Int, byteBounded: Bool)
     mutating func access(_ key: UInt64, cost: Int) -> Bool
+}
+
+extension ReferencePolicy {
+    init(capacity: Int, byteBounded: Bool) { self.init(capacity: capacity) }
 }
 
 extension ExactLRU: ReferencePolicy {}
 extension ExactARC: ReferencePolicy {}
 extension ExactLIRS: ReferencePolicy {}
 extension ExactS3FIFO: ReferencePolicy {}
+extension ExactWTinyLFU: ReferencePolicy {}
 
 /// Replays `trace` through a fresh `Policy` of `capacity`.
 func replayReference<Policy: ReferencePolicy>(
     _: Policy.Type, _ trace: Trace, capacity: Int
 ) -> (hits: Int, nanoseconds: UInt64) {
-    var policy = Policy(capacity: capacity)
+    var policy = Policy(capacity: capacity, byteBounded: trace.format == .oracle)
     var hits = 0
     let start = nanosecondsNow()
     for index in trace.ids.indices where policy.access(trace.ids[index], cost: Int(trace.sizes[index])) {
