@@ -5,23 +5,27 @@ import BenchmarkData
 /// static window of Caffeine's releases before its adaptive one (2.x up to 2.6), written from the
 /// paper and Caffeine's design notes, to show what the adaptation adds to the same structure.
 ///
-/// Three LRU lists: the window (1 % of the capacity, after Caffeine: the capacity less 99 % of it,
-/// rounded down), and the main area's probation and protected segments (protected: 80 % of the
-/// main area). Every request counts its key in a frequency sketch. A miss joins the window; what
-/// the window holds past its share moves to probation as a candidate, and while the cache is over
-/// its capacity the newest candidate meets probation's least recently used entry (the victim):
+/// Three LRU lists: the window (1 % of the capacity, rounded up, after Caffeine: the capacity less
+/// 99 % of it), and the main area's probation and protected segments (protected: 80 % of the main
+/// area). Every request counts its key in a frequency sketch, once. A miss joins the window; what
+/// the window holds past its share, from its least recently used end (the new entry too, when it
+/// alone is too large), moves to probation as a candidate, and while the cache is over its
+/// capacity the newest candidate meets probation's least recently used entry (the victim), once:
 /// the candidate stays if the sketch counts it more often, else it goes; a warm candidate (counted
 /// more than 5 times) that loses is admitted all the same one time in 128 (Caffeine's guard
-/// against keys flooded into the sketch). A hit in probation moves the entry to protected, which
-/// demotes its least recently used entries to probation while it is over its share.
+/// against keys flooded into the sketch). With no candidate left, victims go without a contest. A
+/// hit in probation moves the entry to protected, which demotes its least recently used entries
+/// to probation while it is over its share. No doorkeeper (Caffeine has none).
 ///
-/// The sketch: a count-min sketch of 4-bit counters, four per key, 16 counters per slot of a
-/// power-of-two table of at least the cache's capacity in entries (Caffeine's sizing), halved
-/// after ten times that many counted requests (TinyLFU's reset). A byte-bounded cache has no
-/// entry capacity: its table starts at 16 entries and doubles whenever the cache holds more
-/// entries than it is sized for; a grown table starts empty (a simplification: growth stops once
-/// the cache is full, early in a replay). Hashes use seeded constants and the one random draw a
-/// seeded generator, so a replay gives the same figure every run.
+/// The sketch: a count-min sketch of 4-bit counters, four per key (each raised unless saturated),
+/// 16 counters per slot of a power-of-two table of at least the cache's capacity in entries, and
+/// a reset after ten times that many counted requests (requests that raised a counter): every
+/// counter halved, and the count of requests halved less a quarter of the odd counters, as
+/// Caffeine 2.x does. A byte-bounded cache has no entry capacity: its table is sized by the
+/// entries it holds, starting at 16, and made anew (counts forgotten, as Caffeine's
+/// `ensureCapacity` does) whenever the cache holds more entries than the table has slots. Hashes
+/// use seeded constants and the one random draw a seeded generator, so a replay gives the same
+/// figure every run.
 ///
 /// Bounded by total cost, like ``ExactLRU`` (count-bounded traces give every object cost 1); an
 /// object costing more than the capacity is not kept.
@@ -31,7 +35,7 @@ struct ExactWTinyLFU {
         case window = 0, probation, protected
     }
 
-    /// The window's share of the capacity and the protected segment's of the main area (Caffeine's).
+    /// The main area's share of the capacity and the protected segment's of the main area (Caffeine's).
     static let mainShare = 0.99
     static let protectedShare = 0.80
     /// A candidate counted more often than this may be admitted at random after losing (Caffeine's).
@@ -81,8 +85,7 @@ struct ExactWTinyLFU {
         guard cost <= capacity else { return false }
         let slot = newSlot(key, cost: cost)
         push(slot, on: .window)
-        // The new entry stays in the window even when it alone is over the window's share.
-        while window.cost > windowCapacity, window.oldest != slot {
+        while window.cost > windowCapacity {
             let oldest = window.oldest
             window.remove(oldest, cost: costs[Int(oldest)])
             push(oldest, on: .probation)
@@ -92,7 +95,7 @@ struct ExactWTinyLFU {
             evictOne()
         }
         candidates.removeAll(keepingCapacity: true)
-        if byteBounded && index.count > sketch.entries { sketch = sketch.grown(for: index.count) }
+        if byteBounded && index.count > sketch.slots { sketch = Sketch(entries: index.count) }
         return false
     }
 
@@ -128,12 +131,13 @@ struct ExactWTinyLFU {
             (victim, from) = (window.oldest, .window)
         }
         if from == .probation, let candidate = candidates.last, candidate != victim {
+            // Each candidate meets one victim (Caffeine 2.x): a winner stays whatever follows.
+            candidates.removeLast()
             if admits(candidate, over: victim) {
                 evict(victim, from: .probation)
                 if let at = candidates.firstIndex(of: victim) { candidates.remove(at: at) }
             } else {
                 evict(candidate, from: .probation)
-                candidates.removeLast()
             }
             return
         }
@@ -193,26 +197,23 @@ struct ExactWTinyLFU {
         private let mask: Int
         private let sampleSize: Int
         private var additions = 0
-        /// The entries the table is sized for.
-        let entries: Int
+        /// The table's slots (16 counters each): a power of two.
+        let slots: Int
 
         private static let seeds: [UInt64] = [
             0x97CB_3127_E1A4_8A3B, 0xC6A4_A793_5BD1_E995, 0x9E37_79B9_7F4A_7C15, 0xD6E8_FEB8_6659_FD93,
         ]
 
+        /// A table of at least `entries` slots, reset after ten times `entries` counted requests.
         init(entries: Int) {
-            self.entries = max(entries, 1)
+            let entries = max(entries, 1)
             var slots = 1
-            while slots < self.entries { slots <<= 1 }
+            while slots < entries { slots <<= 1 }
+            self.slots = slots
             counters = [UInt8](repeating: 0, count: slots * 16)
             mask = slots * 16 - 1
-            let (sample, overflow) = self.entries.multipliedReportingOverflow(by: 10)
+            let (sample, overflow) = entries.multipliedReportingOverflow(by: 10)
             sampleSize = overflow ? .max : sample
-        }
-
-        /// A table for `entries`, at least twice this one's (its counts are not carried over).
-        func grown(for entries: Int) -> Sketch {
-            Sketch(entries: max(entries, self.entries.multipliedReportingOverflow(by: 2).partialValue))
         }
 
         private func position(_ key: UInt64, _ row: Int) -> Int {
@@ -231,8 +232,12 @@ struct ExactWTinyLFU {
             guard added else { return }
             additions += 1
             if additions >= sampleSize {
-                for at in counters.indices { counters[at] >>= 1 }
-                additions /= 2
+                var odd = 0
+                for at in counters.indices {
+                    odd += Int(counters[at] & 1)
+                    counters[at] >>= 1
+                }
+                additions = max(0, (additions >> 1) - (odd >> 2))
             }
         }
 
