@@ -1,16 +1,22 @@
 import LMDBCacheStorage
+import Synchronization
 
 /// The share of a cache's capacity given to the ``MemoryCache/Policy/adaptive`` policy's window,
 /// moved by hill climbing on the hit ratio: Caffeine's adaptation ("Adaptive Software Cache
-/// Management", Einziger, Eytan, Friedman and Manes, Middleware 2018), with Caffeine's constants
-/// but for the sample's length (``WindowClimber/samplesPerCapacity``).
+/// Management", Einziger, Eytan, Friedman and Manes, Middleware 2018), with Caffeine's constants.
 ///
-/// Lookups are counted in samples of ``WindowClimber/samplesPerCapacity`` times the cache's
-/// capacity in entries. After each sample the share moves one step: on in the
-/// same direction while the hit ratio rose or held, back while it fell. Steps shrink by ``decay``
-/// each sample, so the share settles; a change in the hit ratio of ``restartThreshold`` or more
-/// (the workload changed) restarts with a full step. A large window favours recency (LRU-like), a
-/// small one frequency (the sketch decides more).
+/// Lookups are counted in samples. After each sample the share moves one step: on in the same
+/// direction while the hit ratio rose or held, back while it fell. Steps shrink by ``decay`` each
+/// sample, so the share settles; a change in the hit ratio of ``restartThreshold`` or more (the
+/// workload changed) restarts with a full step. A large window favours recency (LRU-like), a small
+/// one frequency (the sketch decides more).
+///
+/// A sample lasts ``sampleLength`` capacities of lookups (at least ``minimumSampleLookups``): one
+/// while the step is full, lengthening as the step decays, in inverse proportion to it, up to ten
+/// (Caffeine's sample, the sketch's halving period). Short samples move a large cache early in a long workload; long ones filter
+/// the noise once the share is close (the improvement Caffeine's author describes for large
+/// caches, which Caffeine's fixed ten-capacity sample leaves slow: ScyllaDB pull request 29391,
+/// April 2026).
 @usableFromInline
 struct AdaptiveWindow {
     /// The window's share when a cache starts: 1 % (Caffeine's; TinyLFU's paper found a 1 %
@@ -25,30 +31,43 @@ struct AdaptiveWindow {
     /// A change in the hit ratio this large restarts the climb with a full step: 5 points
     /// (Caffeine's).
     @usableFromInline static var restartThreshold: Double { 0.05 }
+    /// The shortest sample, in capacities of lookups: one, the fewest in which a change of the
+    /// window can have turned the cache over.
+    @usableFromInline static var shortestSample: Double { 1 }
+    /// The longest sample, in capacities of lookups: ten (Caffeine's, its sketch's sample period).
+    @usableFromInline static var longestSample: Double { 10 }
+    /// The fewest lookups in a sample, whatever the capacity: enough that the difference between
+    /// two samples' hit ratios has a standard deviation of a third of ``restartThreshold`` at
+    /// worst (independent lookups, hit ratio one half: 2 × ½ × ½ × (3 / 0.05)² = 1,800), so noise
+    /// alone rarely restarts the climb of a small cache.
+    @usableFromInline static var minimumSampleLookups: Double {
+        2 * 0.25 * (3 / restartThreshold) * (3 / restartThreshold)
+    }
 
     /// The window's current share of the capacity, 0 … ``maximumShare``.
     @usableFromInline var share = initialShare
     /// The next move, signed. The first grows the window: from 1 %, only a larger window can show
     /// whether recency pays.
     @usableFromInline var step = fullStep
-    @usableFromInline var hits = 0
-    @usableFromInline var misses = 0
     /// The hit ratio of the last sample; nil before the first.
     @usableFromInline var previousHitRatio: Double?
 
     @inlinable
     init() {}
 
-    /// Counts `hits` and `misses`; true when they ended a sample of `period` lookups and the
-    /// share moved.
+    /// The current sample's length in capacities of lookups: ``fullStep`` over the step's size,
+    /// within ``shortestSample`` … ``longestSample`` (a step decayed to nothing gives the longest).
     @inlinable
-    mutating func record(hits: Int, misses: Int, period: Int) -> Bool {
-        self.hits += hits
-        self.misses += misses
-        guard self.hits + self.misses >= period else { return false }
-        let ratio = Double(self.hits) / Double(self.hits + self.misses)
-        self.hits = 0
-        self.misses = 0
+    var sampleLength: Double {
+        let length = Self.fullStep / abs(step)
+        return length.isNaN ? Self.longestSample : min(max(length, Self.shortestSample), Self.longestSample)
+    }
+
+    /// Ends a sample of `lookups` lookups of which `hits` hit; true when the share moved.
+    @inlinable
+    mutating func record(hits: Int, lookups: Int) -> Bool {
+        guard lookups > 0 else { return false }
+        let ratio = min(max(Double(hits) / Double(lookups), 0), 1)
         defer { previousHitRatio = ratio }
         // The first sample has nothing to compare with: it only sets the baseline.
         guard let previousHitRatio else { return false }
@@ -65,25 +84,38 @@ struct AdaptiveWindow {
     }
 }
 
-/// One ``AdaptiveWindow`` for a whole cache, fed by all its shards: each shard counts its own
-/// lookups and hands them over every ``MemoryShard/reportPeriod`` once it is full, so the climber
-/// sees the cache's hit ratio in samples of the cache's length (a climber per shard would see
-/// samples a shard-count times shorter, or take that many times longer to move), and the threads
-/// touch its lock once per many lookups. A shard applies a moved share at its next report, so
-/// shards read rarely keep the share they last saw for a while.
+/// One ``AdaptiveWindow`` for a whole cache, fed by all its shards, so the climber sees the
+/// cache's hit ratio (a climber per shard would see samples a shard-count times shorter, or take
+/// that many times longer to move).
+///
+/// A shard counts its own lookups under its lock and adds them here every
+/// ``MemoryShard/reportPeriod`` lookups at most, with one relaxed atomic addition (hits and
+/// lookups packed in one word, so a sample's two counts are always read together): no lock on
+/// the lookup path. The report that completes a sample takes the climber's lock (once per sample),
+/// moves the share and publishes it in an atomic; each shard reads it at its next report.
 @usableFromInline
 final class WindowClimber: Sendable {
     private let window = Locked(AdaptiveWindow())
+    /// The current sample's hits (high 32 bits) and lookups (low 32 bits).
+    private let counts = Atomic<UInt64>(0)
+    /// ``AdaptiveWindow/share``'s bits, published when it moves.
+    private let shareBits = Atomic<UInt64>(AdaptiveWindow.initialShare.bitPattern)
+    /// ``AdaptiveWindow/sampleLength``'s bits, published after each sample.
+    private let sampleLengthBits = Atomic<UInt64>(AdaptiveWindow.shortestSample.bitPattern)
     /// The cache's count limit, if any.
     private let countLimit: Int?
     /// True when a cost limit may bind before the count limit.
     private let costBounded: Bool
     private let shards: Int
 
+    /// Most lookups in a sample: 2^31, so a sample's counts fit their 32 bits with room for the
+    /// reports that arrive while it ends (a cache of over 200 million entries samples less than
+    /// ten capacities).
+    static var longestSampleLookups: Double { Double(1 << 31) }
+
     /// A climber for a cache of `shards` shards with `countLimit` and, if `costBounded`, a cost
-    /// limit. A sample is ``samplesPerCapacity`` times the capacity in entries: the count limit,
-    /// or, with a cost limit, the entries the cache holds (a reporting shard's entries, at least
-    /// 32, times the shards) when fewer; never fewer than one report.
+    /// limit. Its capacity in entries is the count limit, or, with a cost limit, the entries the
+    /// cache holds (a reporting shard's entries, at least 32, times the shards) when fewer.
     @usableFromInline
     init(countLimit: Int?, costBounded: Bool, shards: Int) {
         self.countLimit = countLimit
@@ -92,29 +124,39 @@ final class WindowClimber: Sendable {
     }
 
     /// Adds a shard's `hits` and `misses`; `entries` is what that shard holds (for a cache
-    /// bounded by cost alone). Returns the window's share, moved if the lookups ended a sample.
+    /// bounded by cost). Returns the window's share, moved if the lookups ended a sample.
     @usableFromInline
     func report(hits: Int, misses: Int, entries: Int) -> Double {
-        var capacity = countLimit ?? .max
-        if costBounded {
-            let estimate = max(entries, 32).multipliedReportingOverflow(by: shards)
-            capacity = min(capacity, estimate.overflow ? .max : estimate.partialValue)
+        let hits = UInt64(min(max(hits, 0), 1 << 16))
+        let lookups = hits + UInt64(min(max(misses, 0), 1 << 16))
+        let total = counts.wrappingAdd(hits << 32 | lookups, ordering: .relaxed).newValue & 0xFFFF_FFFF
+        var capacity = Double(countLimit ?? .max)
+        if costBounded { capacity = min(capacity, Double(max(entries, 32)) * Double(shards)) }
+        let length = max(capacity, 1) * Double(bitPattern: sampleLengthBits.load(ordering: .relaxed))
+        let period = min(max(length, AdaptiveWindow.minimumSampleLookups), Self.longestSampleLookups)
+        if Double(total) >= period {
+            window.withLock { window in
+                // Another report may have ended this sample while this one waited.
+                guard Double(counts.load(ordering: .relaxed) & 0xFFFF_FFFF) >= period else { return }
+                let sample = counts.exchange(0, ordering: .relaxed)
+                if window.record(hits: Int(sample >> 32), lookups: Int(sample & 0xFFFF_FFFF)) {
+                    shareBits.store(window.share.bitPattern, ordering: .relaxed)
+                }
+                sampleLengthBits.store(window.sampleLength.bitPattern, ordering: .relaxed)
+            }
         }
-        let period = max(capacity, 1).multipliedReportingOverflow(by: Self.samplesPerCapacity)
-        return window.withLock { window in
-            _ = window.record(hits: hits, misses: misses, period: period.overflow ? .max : period.partialValue)
-            return window.share
-        }
+        return share
     }
 
-    /// A sample's lookups per entry of capacity: 2. Caffeine samples 10, the length of its
-    /// sketch's halving period; over a million-request trace that leaves a cache of 15,000 entries
-    /// six samples, so the window hardly leaves its 1 % start and a recency-heavy workload stays
-    /// below LRU (OLTP at 10,000 entries: 60.2 % against LRU's 60.7 %). Two capacities are the
-    /// shortest sample in which a change of the window has turned the cache over and shows in the
-    /// hit ratio. Chosen among 1, 2 and 10 on the OLTP and CloudPhysics traces (Performance.md).
-    static var samplesPerCapacity: Int { 2 }
-
     /// The window's current share.
-    var share: Double { window.withLock { $0.share } }
+    var share: Double { Double(bitPattern: shareBits.load(ordering: .relaxed)) }
+
+    /// The current sample's length in capacities of lookups.
+    var sampleLength: Double { Double(bitPattern: sampleLengthBits.load(ordering: .relaxed)) }
+
+    /// The next step, signed (for tests and diagnostics).
+    var step: Double { window.withLock { $0.step } }
+
+    /// The last sample's hit ratio; nil before the first ends (for tests and diagnostics).
+    var previousHitRatio: Double? { window.withLock { $0.previousHitRatio } }
 }

@@ -11,8 +11,9 @@
 ///
 /// The hash is seeded per sketch from the system's random source, so which keys collide differs
 /// between instances and runs: an attacker cannot pick keys whose counts pile up on a victim's.
-/// The table is allocated at init, and again only when ``ensureCapacity(_:)`` grows it (a shard
-/// bounded by cost alone, whose entry count is not known in advance).
+/// The table is allocated small and grows with the entries its shard holds
+/// (``ensureCapacity(_:limit:)``), up to the shard's count limit: ten additions per key it is
+/// sized for between halvings, so the sample follows the cache's size.
 @usableFromInline
 struct FrequencySketch {
     @usableFromInline var words: [UInt64]
@@ -26,8 +27,9 @@ struct FrequencySketch {
     /// Additions since the last halving (halved with the counters).
     @usableFromInline var additions = 0
 
-    /// Most keys a sketch is sized for: 16 K words (128 KiB).
-    @usableFromInline static var maximumCapacity: Int { 1 << 14 }
+    /// Most keys a sketch is sized for: 2^30 (8 GiB of counters, Caffeine's bound), far beyond
+    /// any shard; it only keeps the arithmetic in range.
+    @usableFromInline static var maximumCapacity: Int { 1 << 30 }
 
     /// A sketch for about `capacity` keys (clamped to 8 … ``maximumCapacity``): one word per key,
     /// rounded up to a power of two, and at least 64 words (512 bytes), so that even a shard of a
@@ -44,29 +46,24 @@ struct FrequencySketch {
         sampleSize = 10 * capacity
     }
 
-    /// Resizes the sketch for `keys` keys when it was sized for fewer (as Caffeine's sketch grows
-    /// with a weighted cache's entry count): at least doubling, so a growing shard reallocates
-    /// only a logarithmic number of times. The counts carry over: a key's block is chosen by the
-    /// top bits of its hash, so in a table twice as large it lies in one of the two halves of its
-    /// old block, and each new block starts as a copy of the old one, so every estimate is what it
-    /// was (collisions of the old table included) and new counts collide less. Then every counter
-    /// is halved, as at the end of a sample: the larger table starts a new, longer sample period.
-    /// Nothing when the sketch is empty (a shard that never evicts) or already large enough.
+    /// Resizes the sketch for `keys` keys when it was sized for fewer, as Caffeine's sketch grows
+    /// with the entries a cache holds (`ensureCapacity`): at least doubling but never past
+    /// `limit`, so a growing shard reallocates only a logarithmic number of times and never holds
+    /// counters for more keys than it may keep. As in Caffeine the new table starts empty: counts
+    /// gathered in a table too small for the keys are mostly collisions, and a count-bounded
+    /// shard's last growth comes as it passes half its limit, where Caffeine sizes its sketch for
+    /// the maximum. Nothing when the sketch is empty (a shard that never evicts) or already large
+    /// enough.
     @inlinable
-    mutating func ensureCapacity(_ keys: Int) {
-        guard !words.isEmpty, keys > capacity, capacity < Self.maximumCapacity else { return }
-        let grown = FrequencySketch(capacity: max(keys, 2 * capacity), seed: seed)
-        let extraBits = grown.wordBits - wordBits
-        var table = grown.words
-        for block in 0..<(table.count >> 3) {
-            let old = (block >> extraBits) << 3
-            for word in 0..<8 { table[block << 3 | word] = words[old | word] }
-        }
-        words = table
+    mutating func ensureCapacity(_ keys: Int, limit: Int = .max) {
+        let target = min(max(keys, 2 * capacity), limit, Self.maximumCapacity)
+        guard !words.isEmpty, keys > capacity, target > capacity else { return }
+        let grown = FrequencySketch(capacity: target, seed: seed)
+        words = grown.words
         wordBits = grown.wordBits
         capacity = grown.capacity
         sampleSize = grown.sampleSize
-        halve()
+        additions = 0
     }
 
     /// An empty sketch that allocates nothing, for a shard that never evicts.

@@ -53,16 +53,17 @@ extension MemoryShard {
     /// A warm candidate: one whose estimate is above this may be admitted at random after losing.
     @usableFromInline static var warmFrequency: Int { 5 }
 
-    /// Keys the sketch is sized for at first: the count limit, else (a cost limit alone says
-    /// nothing of how many entries there will be) 64, grown with the entries the shard holds
-    /// (``MemoryShard/insert(_:forKey:tag:cost:expires:now:removed:)``).
+    /// Keys the sketch is sized for at first: 64, or the count limit when lower. It grows with
+    /// the entries the shard holds, up to the count limit
+    /// (``MemoryShard/insert(_:forKey:tag:cost:expires:now:removed:)``), so an empty cache with a
+    /// large limit does not allocate counters for entries it does not have.
     @inlinable
     static func sketchCapacity(_ limits: Limits) -> Int {
-        limits.count ?? 64
+        min(limits.count ?? 64, 64)
     }
 
-    /// Lookups a shard counts before it hands them to the cache's ``climber``: a lock taken once
-    /// per this many lookups, and a share the shard learns within as many.
+    /// Most lookups a shard counts before it hands them to the cache's ``climber``: its atomics
+    /// are touched once per this many lookups at most.
     @inlinable
     static var reportPeriod: Int { 64 }
 
@@ -70,11 +71,15 @@ extension MemoryShard {
     @usableFromInline var windowShare: Double { isAdaptive ? appliedShare : 1 }
 
     /// Counts a lookup towards the window's adaptation, once the shard is full.
+    ///
+    /// A shard reports every ``reportPeriod`` lookups, or every sixteenth of its entries when that
+    /// is fewer: the lookups a shard holds back are then at most a sixteenth of the shortest
+    /// sample (one capacity), and it applies a moved share within as many of its own lookups.
     @inlinable
     mutating func sampleLookup(hit: Bool) {
         guard isFull else { return }
         if hit { sampleHits += 1 } else { sampleMisses += 1 }
-        guard sampleHits + sampleMisses >= Self.reportPeriod, let climber else { return }
+        guard sampleHits + sampleMisses >= min(Self.reportPeriod, max(1, count >> 4)), let climber else { return }
         let share = climber.report(hits: sampleHits, misses: sampleMisses, entries: count)
         sampleHits = 0
         sampleMisses = 0

@@ -171,7 +171,7 @@ extension MemoryShard {
             if !tags.isEmpty { setTags(tags, at: index) }
             count += 1
             self.cost += Int128(cost)
-            if limits.count == nil, count > sketch.capacity { sketch.ensureCapacity(count) }
+            if count > sketch.capacity { sketch.ensureCapacity(count, limit: limits.count ?? .max) }
         }
         enforceLimits(now: now, removed: &removed)
     }

@@ -70,8 +70,12 @@ struct AdaptivePolicyTests {
         // second halving of the 128-word sketch, after which the hot keys still in probation
         // (30–49, never read there) are down to a count of about 2, and on 3 of seeds 1–4 a scan
         // key's colliding counters beat key 30: a limit of the sketch's size, not of this test.
+        // The cache is filled first with keys never read again: a sketch grows with the entries
+        // held, and one sized for the 50 hot keys alone, with 200 of its 1,024 counters at the
+        // ceiling, gives a scan key four saturated counters about once in 600.
         var replay = Replay(count: 100, policy: policy, seed: seed)
         let hot = 0..<50
+        for key in 2_000..<2_050 { replay.insert(key) }
         for key in hot { replay.insert(key) }
         for _ in 0..<20 {
             for key in hot { #expect(replay.read(key) == key) }
@@ -248,7 +252,7 @@ struct AdaptivePolicyTests {
     func luckyCandidateBeatsOneVictimOnly() {
         var shard = MemoryShard<Int, Int>(limits: .init(count: nil, cost: 120, age: nil), adaptive: true, seed: 77)
         // A sketch that does not halve within the test, and a window of only the newest entry.
-        shard.sketch = FrequencySketch(capacity: FrequencySketch.maximumCapacity, seed: 77)
+        shard.sketch = FrequencySketch(capacity: 1 << 14, seed: 77)
         shard.budgets.windowCount = 0
         shard.budgets.windowCost = 0
         var removed = RemovedEntries<Int, Int>()
@@ -353,7 +357,7 @@ struct AdaptivePolicyTests {
     func warmCandidatesSometimesAdmitted() {
         var shard = MemoryShard<Int, Int>(limits: .init(count: 10, cost: nil, age: nil), adaptive: true, seed: 77)
         // A sketch that does not halve within the test, so the frequencies stay as set.
-        shard.sketch = FrequencySketch(capacity: FrequencySketch.maximumCapacity, seed: 77)
+        shard.sketch = FrequencySketch(capacity: 1 << 14, seed: 77)
         var removed = RemovedEntries<Int, Int>()
         func insert(_ key: Int) {
             shard.insert(key, forKey: key, tag: UInt32(key), cost: 0, expires: 0, now: 0, removed: &removed)

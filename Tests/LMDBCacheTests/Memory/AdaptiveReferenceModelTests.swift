@@ -45,13 +45,13 @@ struct AdaptiveReferenceModelTests {
             exercises: [.admittedFree, .contest, .admitted, .rejected, .shareMoved]),
         Workload(
             name: "cost 1,000, random costs", cost: 1_000, maxCost: 120,
-            exercises: [.contest, .severalVictims, .staleVictim, .lucky, .evictedFromMain, .shareMoved]),
+            exercises: [.contest, .severalVictims, .lucky, .evictedFromMain, .shareMoved]),
         Workload(
             name: "cost 1,000, random costs with scans", cost: 1_000, scans: 6, maxCost: 60,
             exercises: [.contest, .severalVictims, .evictedFromMain, .shareMoved]),
         Workload(
             name: "count 40 and cost 600, random costs", count: 40, cost: 600, maxCost: 80,
-            exercises: [.contest, .severalVictims, .staleVictim, .demoted, .evictedFromMain, .shareMoved]),
+            exercises: [.contest, .severalVictims, .demoted, .evictedFromMain, .shareMoved]),
         Workload(
             name: "count 64, expiry and an age limit", count: 64, age: 3_000, maxCost: 20, expiring: 20,
             exercises: [.contest, .admitted, .rejected, .shareMoved]),

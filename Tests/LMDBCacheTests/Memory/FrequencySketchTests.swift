@@ -54,20 +54,26 @@ struct FrequencySketchTests {
         #expect(first.words != second.words)
     }
 
-    @Test("growing a sketch keeps what it knew, halved as a new period starts", arguments: [1, 2, 3] as [UInt64])
-    func growthCarriesCountsOver(seed: UInt64) {
+    @Test("growing a sketch starts an empty table for the larger size", arguments: [1, 2, 3] as [UInt64])
+    func growthStartsEmpty(seed: UInt64) {
         var random = PowerLossRandom(seed: seed)
         var sketch = FrequencySketch(capacity: 64, seed: random.next())
         for _ in 0..<300 { sketch.increment(UInt32(truncatingIfNeeded: random.next() % 200)) }
-        let before = (0..<200 as Range<UInt32>).map { sketch.frequency($0) }
+        #expect((0..<200 as Range<UInt32>).contains { sketch.frequency($0) > 0 })
         sketch.ensureCapacity(1_000)
         #expect(sketch.capacity >= 1_000)
         #expect(sketch.words.count >= 1_024)
         #expect(sketch.sampleSize == 10 * sketch.capacity)
-        for tag in 0..<200 as Range<UInt32> {
-            #expect(sketch.frequency(tag) == before[Int(tag)] / 2, "tag \(tag)")
-        }
+        #expect(sketch.additions == 0)
+        #expect(sketch.words.allSatisfy { $0 == 0 })
+        // It doubles at least, and never past a limit.
+        var limited = FrequencySketch(capacity: 100, seed: 1)
+        limited.ensureCapacity(101, limit: 150)
+        #expect(limited.capacity == 150)
+        limited.ensureCapacity(151, limit: 150)
+        #expect(limited.capacity == 150)
         // Already large enough: nothing changes.
+        sketch.increment(7)
         let words = sketch.words
         sketch.ensureCapacity(500)
         #expect(sketch.words == words)
@@ -88,5 +94,38 @@ struct FrequencySketchTests {
         #expect(shard.count == 3_000)
         #expect(shard.sketch.capacity >= 3_000)
         #expect(shard.sketch.capacity <= 2 * 3_000)
+    }
+
+    @Test("a halving comes after exactly ten additions per key the sketch is sized for")
+    func halvingSchedule() {
+        var sketch = FrequencySketch(capacity: 1_000, seed: 9)
+        #expect(sketch.sampleSize == 10_000)
+        // Distinct keys: every increment raises counters (none reaches 15), so each is an addition.
+        for tag in 0..<9_999 as Range<UInt32> { sketch.increment(tag) }
+        #expect(sketch.additions == 9_999, "no halving yet")
+        let before = sketch.frequency(5)
+        sketch.increment(1_000_000)
+        #expect(sketch.additions < 5_000, "halved at the 10,000th")
+        #expect(sketch.frequency(5) == before / 2, "every counter halved, rounding down")
+    }
+
+    @Test(
+        "a shard's sketch grows with its entries up to its count limit, never past it",
+        arguments: [10, 100, 1_000, 30_000] as [Int])
+    func countBoundedShardGrowsItsSketch(limit: Int) {
+        var shard = MemoryShard<Int, Int>(limits: .init(count: limit, cost: nil, age: nil), adaptive: true, seed: 5)
+        #expect(shard.sketch.capacity == max(8, min(limit, 64)), "starts small: no counters for entries not held")
+        var removed = RemovedEntries<Int, Int>()
+        var largest = shard.sketch.capacity
+        for key in 0..<(2 * limit) {
+            shard.insert(key, forKey: key, tag: UInt32(key), cost: 1, expires: 0, now: 0, removed: &removed)
+            largest = max(largest, shard.sketch.capacity)
+            #expect(shard.sketch.capacity >= min(shard.count, limit))
+            #expect(shard.sketch.capacity <= max(8, min(2 * max(shard.count, 64), limit)), "grows by doubling at most")
+            removed = RemovedEntries()
+        }
+        #expect(shard.sketch.capacity == max(8, limit), "sized for the count limit once full")
+        #expect(shard.sketch.sampleSize == 10 * shard.sketch.capacity)
+        #expect(largest == shard.sketch.capacity)
     }
 }

@@ -83,8 +83,8 @@ struct ReferenceShard {
         costLimit = cost
         ageLimit = age
         self.adaptive = adaptive && (count != nil || cost != nil)
-        // The sketch is sized for the count limit, or for 64 keys when only cost bounds the shard.
-        sketch = self.adaptive ? FrequencySketch(capacity: count ?? 64, seed: seed) : FrequencySketch()
+        // The sketch starts sized for 64 keys, or the count limit when lower.
+        sketch = self.adaptive ? FrequencySketch(capacity: min(count ?? 64, 64), seed: seed) : FrequencySketch()
         climber = ClimberModel(countLimit: count, costBounded: cost != nil)
         random = seed | 1
     }
@@ -212,9 +212,10 @@ struct ReferenceShard {
                 value: value, cost: cost, accessed: now, expires: expires, tag: tag, list: .window, moved: 0)
             totalCost += Int128(cost)
             push(key, to: .window)
-            if adaptive, countLimit == nil, count > sketch.capacity {
+            if adaptive, count > sketch.capacity {
+                // Grown with the entries held, never past the count limit.
                 let before = sketch.capacity
-                sketch.ensureCapacity(count)
+                sketch.ensureCapacity(count, limit: countLimit ?? .max)
                 if sketch.capacity != before { events[.sketchGrown, default: 0] += 1 }
             }
         }
@@ -464,11 +465,12 @@ struct ReferenceShard {
     }
 
     /// Counts a lookup for the window's climber once the shard is full; every
-    /// `MemoryShard.reportPeriod` lookups the climber hears them and may move the share.
+    /// `MemoryShard.reportPeriod` lookups, or every sixteenth of the entries held when fewer, the
+    /// climber hears them and may move the share.
     mutating func countLookup(hit: Bool) {
         guard full else { return }
         if hit { sampleHits += 1 } else { sampleMisses += 1 }
-        guard sampleHits + sampleMisses >= MemoryShard<Int, Int>.reportPeriod else { return }
+        guard sampleHits + sampleMisses >= min(MemoryShard<Int, Int>.reportPeriod, max(1, count / 16)) else { return }
         let previous = share
         share = climber.report(hits: sampleHits, misses: sampleMisses, entries: count)
         if share != previous { events[.shareMoved, default: 0] += 1 }
@@ -523,16 +525,17 @@ struct ReferenceShard {
 }
 
 /// The window's hill climber for a one-shard cache, restated from AdaptiveWindow's documentation:
-/// samples of `samplesPerCapacity` times the capacity in lookups (the count limit; with a cost
-/// limit, the entries held, at least 32, when fewer); the first sample sets a baseline; after each later one the share
-/// moves by the step (on while the hit ratio rose or held, back while it fell), clamped to
-/// 0 … `maximumShare`; the step decays by `decay`, or restarts at a full step in the direction
-/// taken when the hit ratio changed by `restartThreshold` or more.
+/// a sample lasts `fullStep / |step|` capacities of lookups, within 1 … 10 (one while the step is
+/// full), and at least 1,800 lookups, the capacity being the count limit or, with a cost limit, the entries held (at least 32)
+/// when fewer; the first sample sets a baseline; after each later one the share moves by the step
+/// (on while the hit ratio rose or held, back while it fell), clamped to 0 … `maximumShare`; the
+/// step decays by `decay`, or restarts at a full step in the direction taken when the hit ratio
+/// changed by `restartThreshold` or more.
 struct ClimberModel {
     let countLimit: Int?
     let costBounded: Bool
     private(set) var share = AdaptiveWindow.initialShare
-    private var step = AdaptiveWindow.fullStep
+    private(set) var step = AdaptiveWindow.fullStep
     private var hits = 0
     private var lookups = 0
     private var baseline: Double?
@@ -542,12 +545,15 @@ struct ClimberModel {
         self.costBounded = costBounded
     }
 
+    /// The current sample's length in capacities.
+    var sampleLength: Double { min(max(AdaptiveWindow.fullStep / abs(step), 1), 10) }
+
     mutating func report(hits: Int, misses: Int, entries: Int) -> Double {
         var capacity = countLimit ?? .max
         if costBounded { capacity = min(capacity, max(entries, 32)) }
         self.hits += hits
         lookups += hits + misses
-        guard lookups >= max(capacity, 1) * WindowClimber.samplesPerCapacity else { return share }
+        guard Double(lookups) >= max(Double(max(capacity, 1)) * sampleLength, 1_800) else { return share }
         let ratio = Double(self.hits) / Double(lookups)
         self.hits = 0
         lookups = 0

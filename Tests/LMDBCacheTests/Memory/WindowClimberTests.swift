@@ -1,0 +1,140 @@
+import Dispatch
+import Testing
+
+@testable import LMDBCache
+
+@Suite("Window climber")
+struct WindowClimberTests {
+    @Test("a sample lasts one capacity while the step is full and lengthens as it decays, up to ten")
+    func sampleLengthensAsTheStepDecays() {
+        var window = AdaptiveWindow()
+        #expect(window.sampleLength == AdaptiveWindow.shortestSample)
+        // The first sample only sets the baseline.
+        let baselineMoved = window.record(hits: 500, lookups: 1_000)
+        #expect(!baselineMoved)
+        #expect(window.step == AdaptiveWindow.fullStep)
+        var expected = AdaptiveWindow.fullStep
+        for sample in 1...200 {
+            // A stationary hit ratio: each sample moves on, by a step decayed once more.
+            _ = window.record(hits: 500, lookups: 1_000)
+            expected *= AdaptiveWindow.decay
+            #expect(abs(window.step - expected) < 1e-12, "sample \(sample)")
+            let length = min(max(AdaptiveWindow.fullStep / expected, 1), 10)
+            #expect(abs(window.sampleLength - length) < 1e-9, "sample \(sample)")
+        }
+        #expect(window.sampleLength == AdaptiveWindow.longestSample, "0.98^200 is below a tenth")
+        #expect(window.share <= AdaptiveWindow.maximumShare)
+    }
+
+    @Test("a hit ratio that changes by the restart threshold restarts with a full step and a short sample")
+    func largeChangeRestarts() {
+        var window = AdaptiveWindow()
+        _ = window.record(hits: 500, lookups: 1_000)
+        for _ in 0..<150 { _ = window.record(hits: 500, lookups: 1_000) }
+        #expect(window.sampleLength == AdaptiveWindow.longestSample)
+        let share = window.share
+        // Down by 5 points: the move goes back, and the next starts a full step in that direction.
+        let moved = window.record(hits: 450, lookups: 1_000)
+        #expect(moved || share == 0)
+        #expect(window.step == -AdaptiveWindow.fullStep)
+        #expect(window.sampleLength == AdaptiveWindow.shortestSample)
+        // A change just under the threshold only decays the step.
+        _ = window.record(hits: 451, lookups: 1_000)
+        #expect(abs(window.step - -AdaptiveWindow.fullStep * AdaptiveWindow.decay) < 1e-12)
+    }
+
+    @Test("the share stays within 0 … the maximum, and odd samples keep it a number")
+    func shareStaysInRange() {
+        var window = AdaptiveWindow()
+        var random = PowerLossRandom(seed: 3)
+        for _ in 0..<10_000 {
+            let lookups = Int(random.next() % 3_000)
+            // Hits beyond the lookups (a report between the climber's two reads) and none at all.
+            let hits = Int(random.next() % UInt64(lookups + 10))
+            _ = window.record(hits: hits, lookups: lookups)
+            #expect(window.share >= 0 && window.share <= AdaptiveWindow.maximumShare)
+            #expect(!window.share.isNaN && !window.step.isNaN)
+            #expect(window.sampleLength >= 1 && window.sampleLength <= 10)
+        }
+        // A step decayed to nothing gives the longest sample, not a division's infinity or NaN.
+        window.step = 0
+        #expect(window.sampleLength == AdaptiveWindow.longestSample)
+    }
+
+    @Test("a sample is at least 1,800 lookups, and a capacity's worth while the step is full")
+    func samplePeriod() {
+        // A small cache: 100 entries, so the floor decides. 64 reports of 28 lookups are 1,792.
+        let small = WindowClimber(countLimit: 100, costBounded: false, shards: 1)
+        for _ in 0..<64 { _ = small.report(hits: 28, misses: 0, entries: 100) }
+        #expect(small.step == AdaptiveWindow.fullStep)
+        #expect(small.sampleLength == AdaptiveWindow.shortestSample, "no sample has ended")
+        // The baseline sample ends at 1,800: then one more, a stationary one, moves the share.
+        _ = small.report(hits: 8, misses: 0, entries: 100)
+        for _ in 0..<1_800 { _ = small.report(hits: 1, misses: 0, entries: 100) }
+        #expect(small.share == AdaptiveWindow.initialShare + AdaptiveWindow.fullStep)
+        // A large cache: 10,000 entries, so a sample is 10,000 lookups at first.
+        let large = WindowClimber(countLimit: 10_000, costBounded: false, shards: 4)
+        _ = large.report(hits: 10_000, misses: 0, entries: 2_500)
+        _ = large.report(hits: 9_999, misses: 0, entries: 2_500)
+        #expect(large.share == AdaptiveWindow.initialShare)
+        _ = large.report(hits: 1, misses: 0, entries: 2_500)
+        #expect(large.share == AdaptiveWindow.initialShare + AdaptiveWindow.fullStep)
+        // Then the step has decayed once: the sample is 1 / 0.98 capacities, 10,205 lookups.
+        _ = large.report(hits: 10_204, misses: 0, entries: 2_500)
+        #expect(large.share == AdaptiveWindow.initialShare + AdaptiveWindow.fullStep)
+        _ = large.report(hits: 1, misses: 0, entries: 2_500)
+        #expect(large.share > AdaptiveWindow.initialShare + AdaptiveWindow.fullStep)
+    }
+
+    @Test("reports from many threads at once: every sample ends once, with a hit ratio that is a ratio")
+    func concurrentReports() {
+        let climber = WindowClimber(countLimit: 1_000, costBounded: false, shards: 8)
+        // Eight threads, each reporting 2,000 batches of 64 lookups, half of them hits: 1,024,000
+        // lookups, so at least 80 samples of at most 10,000 lookups end while others report.
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            for _ in 0..<2_000 { _ = climber.report(hits: 32, misses: 32, entries: 125) }
+        }
+        let (share, step, ratio) = (climber.share, climber.step, climber.previousHitRatio)
+        #expect(share > AdaptiveWindow.initialShare && share <= AdaptiveWindow.maximumShare)
+        // A sample's hits and lookups are taken together, so every sample's hit ratio is exactly
+        // one half: never a restart, so the step only decayed, and the share only grew.
+        #expect(ratio == 0.5)
+        #expect(step > 0 && step < AdaptiveWindow.fullStep)
+    }
+
+    /// Replays `requests` requests from `key` through one adaptive shard of `capacity` entries
+    /// (a lookup, and an insert on a miss) with fixed seeds, so the run is the same every time.
+    static func replay(
+        capacity: Int, seed: UInt64, requests: Int, _ key: (inout PowerLossRandom, Int) -> Int
+    ) -> MemoryShard<Int, Int> {
+        var shard = MemoryShard<Int, Int>(
+            limits: .init(count: capacity, cost: nil, age: nil), adaptive: true, seed: seed)
+        var random = PowerLossRandom(seed: seed)
+        var removed = RemovedEntries<Int, Int>()
+        for step in 0..<requests {
+            let key = key(&random, step)
+            let tag = UInt32(truncatingIfNeeded: key &* 0x9E37_79B9)
+            if shard.value(forKey: key, tag: tag, now: 0, removed: &removed) == nil {
+                shard.insert(key, forKey: key, tag: tag, cost: 0, expires: 0, now: 0, removed: &removed)
+            }
+            removed = RemovedEntries()
+        }
+        return shard
+    }
+
+    @Test(
+        "on a stationary workload the climb settles: the step decays and the sample lengthens",
+        arguments: [1, 2] as [UInt64])
+    func settlesOnAStationaryWorkload(seed: UInt64) throws {
+        // 2,000 entries; requests drawn from 6,000 keys, a third of them three times as often.
+        let shard = Self.replay(capacity: 2_000, seed: seed, requests: 600_000) { random, _ in
+            let draw = Int(random.next() % 12_000)
+            return draw < 6_000 ? draw % 2_000 : draw - 4_000
+        }
+        let climber = try #require(shard.climber)
+        // 600,000 lookups make well over a hundred samples at the shortest length: had noise
+        // restarted the climb in the last ten, the step would be above 0.98^10 of a full one.
+        #expect(abs(climber.step) < AdaptiveWindow.fullStep * 0.82, "step \(climber.step)")
+        #expect(climber.sampleLength > 1.2, "sample length \(climber.sampleLength)")
+    }
+}
