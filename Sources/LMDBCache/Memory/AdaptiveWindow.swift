@@ -3,7 +3,9 @@ import Synchronization
 
 /// The share of a cache's capacity given to the ``MemoryCache/Policy/adaptive`` policy's window,
 /// moved by hill climbing on the hit ratio: Caffeine's adaptation ("Adaptive Software Cache
-/// Management", Einziger, Eytan, Friedman and Manes, Middleware 2018), with Caffeine's constants.
+/// Management", Einziger, Eytan, Friedman and Manes, Middleware 2018), with Caffeine's step, decay
+/// and restart threshold. Where it departs from Caffeine (the sample's length, its floor, the
+/// first move, the largest share) the README's "The memory tier's policy" says why.
 ///
 /// Lookups are counted in samples. After each sample the share moves one step: on in the same
 /// direction while the hit ratio rose or held, back while it fell. Steps shrink by ``decay`` each
@@ -11,9 +13,10 @@ import Synchronization
 /// workload changed) restarts with a full step. A large window favours recency (LRU-like), a small
 /// one frequency (the sketch decides more).
 ///
-/// A sample lasts ``sampleLength`` capacities of lookups (at least ``minimumSampleLookups``): one
-/// while the step is full, lengthening as the step decays, in inverse proportion to it, up to ten
-/// (Caffeine's sample, the sketch's halving period). Short samples move a large cache early in a long workload; long ones filter
+/// A sample lasts ``sampleLength`` capacities of lookups (at least ``minimumSampleLookups``, at
+/// most ``WindowClimber/longestSampleLookups``): one while the step is full, lengthening as the
+/// step decays, in inverse proportion to it, up to ten (Caffeine's sample, the sketch's halving
+/// period). Short samples move a large cache early in a long workload; long ones filter
 /// the noise once the share is close (the improvement Caffeine's author describes for large
 /// caches, which Caffeine's fixed ten-capacity sample leaves slow: ScyllaDB pull request 29391,
 /// April 2026).
@@ -51,6 +54,9 @@ struct AdaptiveWindow {
     @usableFromInline var step = fullStep
     /// The hit ratio of the last sample; nil before the first.
     @usableFromInline var previousHitRatio: Double?
+    /// Samples ended, and the lookups they held (wrapping; for tests and diagnostics).
+    @usableFromInline var samples = 0
+    @usableFromInline var sampledLookups = 0
 
     @inlinable
     init() {}
@@ -67,6 +73,8 @@ struct AdaptiveWindow {
     @inlinable
     mutating func record(hits: Int, lookups: Int) -> Bool {
         guard lookups > 0 else { return false }
+        samples &+= 1
+        sampledLookups &+= lookups
         let ratio = min(max(Double(hits) / Double(lookups), 0), 1)
         defer { previousHitRatio = ratio }
         // The first sample has nothing to compare with: it only sets the baseline.
@@ -74,7 +82,8 @@ struct AdaptiveWindow {
         let change = ratio - previousHitRatio
         let move = change >= 0 ? step : -step
         if abs(change) >= Self.restartThreshold {
-            step = move >= 0 ? Self.fullStep : -Self.fullStep
+            // By the move's sign, not `move >= 0`: a step decayed to zero keeps its sign as ±0.
+            step = move.sign == .plus ? Self.fullStep : -Self.fullStep
         } else {
             step = move * Self.decay
         }
@@ -89,10 +98,11 @@ struct AdaptiveWindow {
 /// that many times longer to move).
 ///
 /// A shard counts its own lookups under its lock and adds them here every
-/// ``MemoryShard/reportPeriod`` lookups at most, with one relaxed atomic addition (hits and
-/// lookups packed in one word, so a sample's two counts are always read together): no lock on
-/// the lookup path. The report that completes a sample takes the climber's lock (once per sample),
-/// moves the share and publishes it in an atomic; each shard reads it at its next report.
+/// ``MemoryShard/reportPeriod`` lookups (fewer when it is small), with one relaxed atomic addition
+/// (hits and lookups packed in one word, so a sample's two counts are always read together): no
+/// lock on the lookup path. A report that completes a sample takes the climber's lock (usually
+/// one per sample; reports racing it find the sample ended and leave), moves the share and
+/// publishes it in an atomic; each shard reads it at its next report.
 @usableFromInline
 final class WindowClimber: Sendable {
     private let window = Locked(AdaptiveWindow())
@@ -107,6 +117,9 @@ final class WindowClimber: Sendable {
     /// True when a cost limit may bind before the count limit.
     private let costBounded: Bool
     private let shards: Int
+    /// The fewest lookups a shard holds back before it reports: its part of a sixteenth of the
+    /// shortest sample (``AdaptiveWindow/minimumSampleLookups``), at least one.
+    @usableFromInline let shardReportFloor: Int
 
     /// Most lookups in a sample: 2^31, so a sample's counts fit their 32 bits with room for the
     /// reports that arrive while it ends (a cache of over 200 million entries samples less than
@@ -121,6 +134,7 @@ final class WindowClimber: Sendable {
         self.countLimit = countLimit
         self.costBounded = costBounded
         self.shards = max(1, shards)
+        shardReportFloor = max(1, Int(AdaptiveWindow.minimumSampleLookups) / (16 * self.shards))
     }
 
     /// Adds a shard's `hits` and `misses`; `entries` is what that shard holds (for a cache
@@ -132,12 +146,12 @@ final class WindowClimber: Sendable {
         let total = counts.wrappingAdd(hits << 32 | lookups, ordering: .relaxed).newValue & 0xFFFF_FFFF
         var capacity = Double(countLimit ?? .max)
         if costBounded { capacity = min(capacity, Double(max(entries, 32)) * Double(shards)) }
-        let length = max(capacity, 1) * Double(bitPattern: sampleLengthBits.load(ordering: .relaxed))
-        let period = min(max(length, AdaptiveWindow.minimumSampleLookups), Self.longestSampleLookups)
-        if Double(total) >= period {
+        if Double(total) >= period(capacity: capacity, length: sampleLength) {
             window.withLock { window in
-                // Another report may have ended this sample while this one waited.
-                guard Double(counts.load(ordering: .relaxed) & 0xFFFF_FFFF) >= period else { return }
+                // Against the length the lock protects: another report may have ended this sample
+                // (and changed the length) while this one waited.
+                let end = period(capacity: capacity, length: window.sampleLength)
+                guard Double(counts.load(ordering: .relaxed) & 0xFFFF_FFFF) >= end else { return }
                 let sample = counts.exchange(0, ordering: .relaxed)
                 if window.record(hits: Int(sample >> 32), lookups: Int(sample & 0xFFFF_FFFF)) {
                     shareBits.store(window.share.bitPattern, ordering: .relaxed)
@@ -146,6 +160,12 @@ final class WindowClimber: Sendable {
             }
         }
         return share
+    }
+
+    /// A sample's lookups for `capacity` entries and `length` capacities, within
+    /// ``AdaptiveWindow/minimumSampleLookups`` … ``longestSampleLookups``.
+    private func period(capacity: Double, length: Double) -> Double {
+        min(max(max(capacity, 1) * length, AdaptiveWindow.minimumSampleLookups), Self.longestSampleLookups)
     }
 
     /// The window's current share.
@@ -159,4 +179,11 @@ final class WindowClimber: Sendable {
 
     /// The last sample's hit ratio; nil before the first ends (for tests and diagnostics).
     var previousHitRatio: Double? { window.withLock { $0.previousHitRatio } }
+
+    /// The samples ended so far and the lookups they held, and the lookups reported since the
+    /// last (for tests and diagnostics).
+    var sampled: (samples: Int, lookups: Int, pending: Int) {
+        let ended = window.withLock { ($0.samples, $0.sampledLookups) }
+        return (ended.0, ended.1, Int(counts.load(ordering: .relaxed) & 0xFFFF_FFFF))
+    }
 }

@@ -12,8 +12,8 @@
 /// The hash is seeded per sketch from the system's random source, so which keys collide differs
 /// between instances and runs: an attacker cannot pick keys whose counts pile up on a victim's.
 /// The table is allocated small and grows with the entries its shard holds
-/// (``ensureCapacity(_:limit:)``), up to the shard's count limit: ten additions per key it is
-/// sized for between halvings, so the sample follows the cache's size.
+/// (``ensureCapacity(_:limit:)``), sized for at least twice them, up to the shard's count limit:
+/// ten additions per key it is sized for between halvings, so the sample follows the cache's size.
 @usableFromInline
 struct FrequencySketch {
     @usableFromInline var words: [UInt64]
@@ -47,16 +47,18 @@ struct FrequencySketch {
     }
 
     /// Resizes the sketch for `keys` keys when it was sized for fewer, as Caffeine's sketch grows
-    /// with the entries a cache holds (`ensureCapacity`): at least doubling but never past
-    /// `limit`, so a growing shard reallocates only a logarithmic number of times and never holds
-    /// counters for more keys than it may keep. As in Caffeine the new table starts empty: counts
-    /// gathered in a table too small for the keys are mostly collisions, and a count-bounded
-    /// shard's last growth comes as it passes half its limit, where Caffeine sizes its sketch for
-    /// the maximum. Nothing when the sketch is empty (a shard that never evicts) or already large
-    /// enough.
+    /// with the entries a cache holds (`ensureCapacity`): at least doubling, so a growing shard
+    /// reallocates only a logarithmic number of times, and straight to `limit` once that is no
+    /// more than twice the new size, so the last growth comes while a count-bounded shard is a
+    /// quarter to a half full (Caffeine sizes its sketch for the maximum at half full); never past
+    /// `limit`. As in Caffeine the new table starts empty: counts gathered in a table too small for
+    /// the keys are mostly collisions. Nothing when the sketch is empty (a shard that never
+    /// evicts) or already large enough.
     @inlinable
     mutating func ensureCapacity(_ keys: Int, limit: Int = .max) {
-        let target = min(max(keys, 2 * capacity), limit, Self.maximumCapacity)
+        var target = min(max(keys, 2 * capacity), Self.maximumCapacity)
+        if target >= limit / 2 { target = limit }
+        target = min(target, Self.maximumCapacity)
         guard !words.isEmpty, keys > capacity, target > capacity else { return }
         let grown = FrequencySketch(capacity: target, seed: seed)
         words = grown.words

@@ -54,16 +54,27 @@ extension MemoryShard {
     @usableFromInline static var warmFrequency: Int { 5 }
 
     /// Keys the sketch is sized for at first: 64, or the count limit when lower. It grows with
-    /// the entries the shard holds, up to the count limit
-    /// (``MemoryShard/insert(_:forKey:tag:cost:expires:now:removed:)``), so an empty cache with a
-    /// large limit does not allocate counters for entries it does not have.
+    /// the entries the shard holds, up to the count limit (``growSketch(entries:)``), so an empty
+    /// cache with a large limit does not allocate counters for entries it does not have.
     @inlinable
     static func sketchCapacity(_ limits: Limits) -> Int {
         min(limits.count ?? 64, 64)
     }
 
-    /// Most lookups a shard counts before it hands them to the cache's ``climber``: its atomics
-    /// are touched once per this many lookups at most.
+    /// Grows the sketch when the shard will hold `entries`, more than half the keys it is sized
+    /// for: to twice them at least (``FrequencySketch/ensureCapacity(_:limit:)``), never past the
+    /// count limit. One comparison while the sketch is large enough.
+    @inlinable
+    mutating func growSketch(entries: Int) {
+        guard entries > sketch.capacity >> 1 else { return }
+        let limit = limits.count ?? .max
+        guard sketch.capacity < limit else { return }
+        sketch.ensureCapacity(entries << 1, limit: limit)
+    }
+
+    /// Most lookups a shard counts before it hands them to the cache's ``climber``: a shard
+    /// reports at least this often, and more often when it is small
+    /// (``sampleLookup(hit:)``).
     @inlinable
     static var reportPeriod: Int { 64 }
 
@@ -72,14 +83,16 @@ extension MemoryShard {
 
     /// Counts a lookup towards the window's adaptation, once the shard is full.
     ///
-    /// A shard reports every ``reportPeriod`` lookups, or every sixteenth of its entries when that
-    /// is fewer: the lookups a shard holds back are then at most a sixteenth of the shortest
-    /// sample (one capacity), and it applies a moved share within as many of its own lookups.
+    /// A shard reports every ``reportPeriod`` lookups, or, when it is small, every sixteenth of
+    /// its entries or of its part of the shortest sample (``WindowClimber/shardReportFloor``),
+    /// whichever is more: all shards together then hold back at most a sixteenth of the shortest
+    /// sample, and each applies a moved share within as many of its own lookups.
     @inlinable
     mutating func sampleLookup(hit: Bool) {
-        guard isFull else { return }
+        guard isFull, let climber else { return }
         if hit { sampleHits += 1 } else { sampleMisses += 1 }
-        guard sampleHits + sampleMisses >= min(Self.reportPeriod, max(1, count >> 4)), let climber else { return }
+        let period = min(Self.reportPeriod, max(count >> 4, climber.shardReportFloor))
+        guard sampleHits + sampleMisses >= period else { return }
         let share = climber.report(hits: sampleHits, misses: sampleMisses, entries: count)
         sampleHits = 0
         sampleMisses = 0

@@ -112,6 +112,8 @@ extension MemoryShard {
     ) {
         statistics.unreported += 1
         generation &+= 1
+        // Before the insert is counted: a growth starts an empty table.
+        if isAdaptive { growSketch(entries: count + 1) }
         countWrite(tag: tag)
         if expires != 0 { hasExpiring = true }
         if let limit = limits.cost, cost > limit {
@@ -171,7 +173,6 @@ extension MemoryShard {
             if !tags.isEmpty { setTags(tags, at: index) }
             count += 1
             self.cost += Int128(cost)
-            if count > sketch.capacity { sketch.ensureCapacity(count, limit: limits.count ?? .max) }
         }
         enforceLimits(now: now, removed: &removed)
     }

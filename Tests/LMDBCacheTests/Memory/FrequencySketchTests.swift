@@ -92,8 +92,9 @@ struct FrequencySketchTests {
             shard.insert(key, forKey: key, tag: UInt32(key), cost: 1, expires: 0, now: 0, removed: &removed)
         }
         #expect(shard.count == 3_000)
-        #expect(shard.sketch.capacity >= 3_000)
-        #expect(shard.sketch.capacity <= 2 * 3_000)
+        // Sized for twice the entries held, growing by doubling.
+        #expect(shard.sketch.capacity >= 2 * 3_000)
+        #expect(shard.sketch.capacity <= 4 * 3_000)
     }
 
     @Test("a halving comes after exactly ten additions per key the sketch is sized for")
@@ -110,22 +111,24 @@ struct FrequencySketchTests {
     }
 
     @Test(
-        "a shard's sketch grows with its entries up to its count limit, never past it",
-        arguments: [10, 100, 1_000, 30_000] as [Int])
+        "a shard's sketch grows with its entries up to its count limit, reaching it by half full",
+        arguments: [10, 100, 520, 1_000, 30_000] as [Int])
     func countBoundedShardGrowsItsSketch(limit: Int) {
         var shard = MemoryShard<Int, Int>(limits: .init(count: limit, cost: nil, age: nil), adaptive: true, seed: 5)
         #expect(shard.sketch.capacity == max(8, min(limit, 64)), "starts small: no counters for entries not held")
         var removed = RemovedEntries<Int, Int>()
-        var largest = shard.sketch.capacity
+        var reachedLimitAt: Int?
         for key in 0..<(2 * limit) {
             shard.insert(key, forKey: key, tag: UInt32(key), cost: 1, expires: 0, now: 0, removed: &removed)
-            largest = max(largest, shard.sketch.capacity)
-            #expect(shard.sketch.capacity >= min(shard.count, limit))
-            #expect(shard.sketch.capacity <= max(8, min(2 * max(shard.count, 64), limit)), "grows by doubling at most")
+            #expect(shard.sketch.capacity >= min(2 * shard.count, limit), "sized for twice the entries held")
+            #expect(shard.sketch.capacity <= max(8, limit), "never past the limit")
+            if reachedLimitAt == nil, shard.sketch.capacity >= limit { reachedLimitAt = shard.count }
             removed = RemovedEntries()
         }
         #expect(shard.sketch.capacity == max(8, limit), "sized for the count limit once full")
         #expect(shard.sketch.sampleSize == 10 * shard.sketch.capacity)
-        #expect(largest == shard.sketch.capacity)
+        // The last growth empties the table, so it comes early: by half full, as Caffeine sizes
+        // its sketch for the maximum at half full.
+        #expect((reachedLimitAt ?? .max) <= max(1, limit / 2), "reached the limit at \(reachedLimitAt as Any)")
     }
 }

@@ -175,6 +175,13 @@ struct ReferenceShard {
     }
 
     mutating func insert(_ value: Int, forKey key: Int, tag: UInt32, cost: Int, expires: UInt64, now: UInt64) {
+        if adaptive, 2 * (count + 1) > sketch.capacity, sketch.capacity < countLimit ?? .max {
+            // Before the insert is counted, the sketch grows once the shard will hold more than
+            // half the keys it is sized for: to twice them, never past the count limit.
+            let before = sketch.capacity
+            sketch.ensureCapacity(2 * (count + 1), limit: countLimit ?? .max)
+            if sketch.capacity != before { events[.sketchGrown, default: 0] += 1 }
+        }
         if adaptive {
             // The fill of the last miss was counted at the miss.
             if lastMiss == tag {
@@ -212,12 +219,6 @@ struct ReferenceShard {
                 value: value, cost: cost, accessed: now, expires: expires, tag: tag, list: .window, moved: 0)
             totalCost += Int128(cost)
             push(key, to: .window)
-            if adaptive, count > sketch.capacity {
-                // Grown with the entries held, never past the count limit.
-                let before = sketch.capacity
-                sketch.ensureCapacity(count, limit: countLimit ?? .max)
-                if sketch.capacity != before { events[.sketchGrown, default: 0] += 1 }
-            }
         }
         enforceLimits(now: now)
     }
@@ -465,12 +466,14 @@ struct ReferenceShard {
     }
 
     /// Counts a lookup for the window's climber once the shard is full; every
-    /// `MemoryShard.reportPeriod` lookups, or every sixteenth of the entries held when fewer, the
-    /// climber hears them and may move the share.
+    /// `MemoryShard.reportPeriod` lookups, or, when fewer, every sixteenth of the entries held or
+    /// of the shortest sample (1,800 lookups; one shard), whichever is more, the climber hears them
+    /// and may move the share.
     mutating func countLookup(hit: Bool) {
         guard full else { return }
         if hit { sampleHits += 1 } else { sampleMisses += 1 }
-        guard sampleHits + sampleMisses >= min(MemoryShard<Int, Int>.reportPeriod, max(1, count / 16)) else { return }
+        let period = min(MemoryShard<Int, Int>.reportPeriod, max(count / 16, 1_800 / 16))
+        guard sampleHits + sampleMisses >= period else { return }
         let previous = share
         share = climber.report(hits: sampleHits, misses: sampleMisses, entries: count)
         if share != previous { events[.shareMoved, default: 0] += 1 }

@@ -33,13 +33,14 @@ struct WindowClimberTests {
         for _ in 0..<150 { _ = window.record(hits: 500, lookups: 1_000) }
         #expect(window.sampleLength == AdaptiveWindow.longestSample)
         let share = window.share
-        // Down by 5 points: the move goes back, and the next starts a full step in that direction.
-        let moved = window.record(hits: 450, lookups: 1_000)
+        // Down by 6 points (5 exactly may fall either side of the threshold in binary): the move
+        // goes back, and the next starts a full step in that direction.
+        let moved = window.record(hits: 440, lookups: 1_000)
         #expect(moved || share == 0)
         #expect(window.step == -AdaptiveWindow.fullStep)
         #expect(window.sampleLength == AdaptiveWindow.shortestSample)
-        // A change just under the threshold only decays the step.
-        _ = window.record(hits: 451, lookups: 1_000)
+        // A change under the threshold (4.5 points) only decays the step.
+        _ = window.record(hits: 485, lookups: 1_000)
         #expect(abs(window.step - -AdaptiveWindow.fullStep * AdaptiveWindow.decay) < 1e-12)
     }
 
@@ -100,6 +101,23 @@ struct WindowClimberTests {
         // one half: never a restart, so the step only decayed, and the share only grew.
         #expect(ratio == 0.5)
         #expect(step > 0 && step < AdaptiveWindow.fullStep)
+        // No lookup lost or counted twice: the samples' lookups and those not yet in one add up.
+        let sampled = climber.sampled
+        #expect(sampled.lookups + sampled.pending == 8 * 2_000 * 64)
+        #expect(sampled.samples >= 80)
+    }
+
+    @Test("a restart after the step has decayed to zero still goes the way the hit ratio says")
+    func restartFromAZeroStep() {
+        for sign in [1.0, -1.0] {
+            var window = AdaptiveWindow()
+            _ = window.record(hits: 500, lookups: 1_000)
+            window.step = sign * 0.0
+            // The hit ratio falls by 10 points: the move goes against the (zero) step, and the
+            // restart continues in the direction of that move.
+            _ = window.record(hits: 400, lookups: 1_000)
+            #expect(window.step == -sign * AdaptiveWindow.fullStep, "step was \(sign * 0.0)")
+        }
     }
 
     /// Replays `requests` requests from `key` through one adaptive shard of `capacity` entries
@@ -132,7 +150,7 @@ struct WindowClimberTests {
             return draw < 6_000 ? draw % 2_000 : draw - 4_000
         }
         let climber = try #require(shard.climber)
-        // 600,000 lookups make well over a hundred samples at the shortest length: had noise
+        // 600,000 lookups make about a hundred samples of 2,000 lookups and more: had noise
         // restarted the climb in the last ten, the step would be above 0.98^10 of a full one.
         #expect(abs(climber.step) < AdaptiveWindow.fullStep * 0.82, "step \(climber.step)")
         #expect(climber.sampleLength > 1.2, "sample length \(climber.sampleLength)")

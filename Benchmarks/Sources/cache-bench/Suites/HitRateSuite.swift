@@ -108,11 +108,11 @@ struct HitRateSuite: Suite {
                     "LMDBCache", nil,
                     {
                         let replay = replayMemoryCache(trace, capacity: capacity, byteBounded: byteBounded, shards: nil)
+                        let low = replay.windowShares.min() ?? 0
+                        let high = replay.windowShares.max() ?? 0
                         result.windowShares.append(
-                            "\(label): \(formatPercent(replay.windowShares.min() ?? 0))–"
-                                + "\(formatPercent(replay.windowShares.max() ?? 0)) (mean "
-                                + "\(formatPercent(replay.windowShares.reduce(0, +) / Double(replay.windowShares.count))))"
-                        )
+                            "\(label): " + replay.windowPath.map { formatPercent($0) }.joined(separator: " → ")
+                                + (low == high ? "" : " (shards \(formatPercent(low))–\(formatPercent(high)) at the end)"))
                         return (replay.hits, replay.nanoseconds)
                     }
                 ),
@@ -274,8 +274,9 @@ struct HitRateSuite: Suite {
                 + "at random, so keys fall into other shards and sketch counters on every run and this row "
                 + "moves a little between runs.",
             "LMDBCache (shards 1): the same with Configuration.shards = 1, one policy over the whole capacity.",
-            "Window share: where the adaptive window ended, as a share of the capacity (one climber per cache, "
-                + "starting at 1 %; a range where shards had not all applied its last move): "
+            "Window share: the adaptive window's path, as a share of the capacity (the shards' mean) after each "
+                + "tenth of the trace (one climber per cache, starting at 1 %; at the end, the range when shards had "
+                + "not all applied its last move): "
                 + perTrace(\.windowShares, separator: "; ") + ".",
             "LMDBCache (lru): the default shards with policy .lru: each shard evicts its own least recently used "
                 + "entry, so its LRU is approximate across shards. Not quite exact LRU either: a hit on an entry "
@@ -416,11 +417,12 @@ private func formatPoints(_ difference: Double) -> String {
 }
 
 /// Replays `trace` through a `MemoryCache` of `capacity` entries (or bytes); returns the hits,
-/// the time the replay took and where each shard's adaptive window ended.
+/// the time the replay took, where each shard's adaptive window ended, and the window's path: its
+/// share (the shards' mean) after each tenth of the trace.
 func replayMemoryCache(
     _ trace: Trace, capacity: Int, byteBounded: Bool, shards: Int?,
     policy: MemoryCache<UInt64, Bool>.Policy = .adaptive
-) -> (hits: Int, nanoseconds: UInt64, windowShares: [Double]) {
+) -> (hits: Int, nanoseconds: UInt64, windowShares: [Double], windowPath: [Double]) {
     var configuration =
         byteBounded
         ? MemoryCache<UInt64, Bool>.Configuration(costLimit: capacity)
@@ -430,6 +432,8 @@ func replayMemoryCache(
     configuration.automaticTrimming = false
     let cache = MemoryCache<UInt64, Bool>(configuration: configuration)
     var hits = 0
+    var path: [Double] = []
+    let tenth = max(1, trace.ids.count / 10)
     let start = nanosecondsNow()
     for index in trace.ids.indices {
         let id = trace.ids[index]
@@ -438,9 +442,13 @@ func replayMemoryCache(
         } else {
             cache.insert(true, forKey: id, cost: Int(trace.sizes[index]))
         }
+        if (index + 1) % tenth == 0, path.count < 10 {
+            let shares = cache.windowShares
+            path.append(shares.reduce(0, +) / Double(max(shares.count, 1)))
+        }
     }
     let elapsed = nanosecondsNow() - start
-    return (hits, elapsed, cache.windowShares)
+    return (hits, elapsed, cache.windowShares, path)
 }
 
 /// Replays a count-bounded `trace` through a `DiskCache` of `capacity` entries on tmpfs; returns
