@@ -4,8 +4,8 @@ import Synchronization
 /// The share of a cache's capacity given to the ``MemoryCache/Policy/adaptive`` policy's window,
 /// moved by hill climbing on the hit ratio: Caffeine's adaptation ("Adaptive Software Cache
 /// Management", Einziger, Eytan, Friedman and Manes, Middleware 2018), with Caffeine's step, decay
-/// and restart threshold. Where it departs from Caffeine (the sample's length, its floor, the
-/// first move, the largest share) the README's "The memory tier's policy" says why.
+/// and restart threshold. Where it departs from Caffeine (the sample's length and its floor) the
+/// README's "The memory tier's policy" says why.
 ///
 /// Lookups are counted in samples. After each sample the share moves one step: on in the same
 /// direction while the hit ratio rose or held, back while it fell. Steps shrink by ``decay`` each
@@ -25,7 +25,8 @@ struct AdaptiveWindow {
     /// The window's share when a cache starts: 1 % (Caffeine's; TinyLFU's paper found a 1 %
     /// window best on most traces, and the climber grows it where recency pays).
     @usableFromInline static var initialShare: Double { 0.01 }
-    /// The largest share: 80 %; the main area keeps a fifth, so frequency never stops counting.
+    /// The largest share: 80 %. Caffeine's window grows only at the protected area's expense (80 %
+    /// of the 99 % main area), so its window stops near 80 % too; probation keeps a fifth.
     @usableFromInline static var maximumShare: Double { 0.8 }
     /// A full step: 6.25 % of the capacity (Caffeine's).
     @usableFromInline static var fullStep: Double { 0.0625 }
@@ -49,11 +50,13 @@ struct AdaptiveWindow {
 
     /// The window's current share of the capacity, 0 … ``maximumShare``.
     @usableFromInline var share = initialShare
-    /// The next move, signed. The first grows the window: from 1 %, only a larger window can show
-    /// whether recency pays.
-    @usableFromInline var step = fullStep
-    /// The hit ratio of the last sample; nil before the first.
-    @usableFromInline var previousHitRatio: Double?
+    /// The next move, signed. As in Caffeine the first shrinks the window (from 1 %, to nothing):
+    /// nearly free where frequency pays, and where recency pays the next sample shows the loss
+    /// and turns the climb round.
+    @usableFromInline var step = -fullStep
+    /// The hit ratio of the last sample: 0 before the first, as in Caffeine, so the first sample
+    /// always moves the share (by a full step, when its hit ratio is 5 % or more).
+    @usableFromInline var previousHitRatio: Double = 0
     /// Samples ended, and the lookups they held (wrapping; for tests and diagnostics).
     @usableFromInline var samples = 0
     @usableFromInline var sampledLookups = 0
@@ -76,10 +79,8 @@ struct AdaptiveWindow {
         samples &+= 1
         sampledLookups &+= lookups
         let ratio = min(max(Double(hits) / Double(lookups), 0), 1)
-        defer { previousHitRatio = ratio }
-        // The first sample has nothing to compare with: it only sets the baseline.
-        guard let previousHitRatio else { return false }
         let change = ratio - previousHitRatio
+        previousHitRatio = ratio
         let move = change >= 0 ? step : -step
         if abs(change) >= Self.restartThreshold {
             // By the move's sign, not `move >= 0`: a step decayed to zero keeps its sign as ±0.
@@ -97,8 +98,8 @@ struct AdaptiveWindow {
 /// cache's hit ratio (a climber per shard would see samples a shard-count times shorter, or take
 /// that many times longer to move).
 ///
-/// A shard counts its own lookups under its lock and adds them here every
-/// ``MemoryShard/reportPeriod`` lookups (fewer when it is small), with one relaxed atomic addition
+/// A shard counts its own lookups under its lock and adds them here every sixteenth of its entries
+/// (8 … 64 lookups; ``MemoryShard/sampleLookup(hit:)``), with one relaxed atomic addition
 /// (hits and lookups packed in one word, so a sample's two counts are always read together): no
 /// lock on the lookup path. A report that completes a sample takes the climber's lock (usually
 /// one per sample; reports racing it find the sample ended and leave), moves the share and
@@ -117,9 +118,6 @@ final class WindowClimber: Sendable {
     /// True when a cost limit may bind before the count limit.
     private let costBounded: Bool
     private let shards: Int
-    /// The fewest lookups a shard holds back before it reports: its part of a sixteenth of the
-    /// shortest sample (``AdaptiveWindow/minimumSampleLookups``), at least one.
-    @usableFromInline let shardReportFloor: Int
 
     /// Most lookups in a sample: 2^31, so a sample's counts fit their 32 bits with room for the
     /// reports that arrive while it ends (a cache of over 200 million entries samples less than
@@ -134,7 +132,6 @@ final class WindowClimber: Sendable {
         self.countLimit = countLimit
         self.costBounded = costBounded
         self.shards = max(1, shards)
-        shardReportFloor = max(1, Int(AdaptiveWindow.minimumSampleLookups) / (16 * self.shards))
     }
 
     /// Adds a shard's `hits` and `misses`; `entries` is what that shard holds (for a cache
@@ -177,13 +174,13 @@ final class WindowClimber: Sendable {
     /// The next step, signed (for tests and diagnostics).
     var step: Double { window.withLock { $0.step } }
 
-    /// The last sample's hit ratio; nil before the first ends (for tests and diagnostics).
-    var previousHitRatio: Double? { window.withLock { $0.previousHitRatio } }
+    /// The last sample's hit ratio; 0 before the first ends (for tests and diagnostics).
+    var previousHitRatio: Double { window.withLock { $0.previousHitRatio } }
 
     /// The samples ended so far and the lookups they held, and the lookups reported since the
     /// last (for tests and diagnostics).
     var sampled: (samples: Int, lookups: Int, pending: Int) {
-        let ended = window.withLock { ($0.samples, $0.sampledLookups) }
-        return (ended.0, ended.1, Int(counts.load(ordering: .relaxed) & 0xFFFF_FFFF))
+        // Under the lock, where a sample ends: one consistent reading.
+        window.withLock { ($0.samples, $0.sampledLookups, Int(counts.load(ordering: .relaxed) & 0xFFFF_FFFF)) }
     }
 }

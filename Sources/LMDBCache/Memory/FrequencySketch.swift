@@ -48,17 +48,15 @@ struct FrequencySketch {
 
     /// Resizes the sketch for `keys` keys when it was sized for fewer, as Caffeine's sketch grows
     /// with the entries a cache holds (`ensureCapacity`): at least doubling, so a growing shard
-    /// reallocates only a logarithmic number of times, and straight to `limit` once that is no
-    /// more than twice the new size, so the last growth comes while a count-bounded shard is a
-    /// quarter to a half full (Caffeine sizes its sketch for the maximum at half full); never past
-    /// `limit`. As in Caffeine the new table starts empty: counts gathered in a table too small for
-    /// the keys are mostly collisions. Nothing when the sketch is empty (a shard that never
-    /// evicts) or already large enough.
+    /// reallocates only a logarithmic number of times, and straight to `limit` once `keys` is half
+    /// of it, so a shard that asks for twice its entries gets its last growth while a quarter to a
+    /// half full (Caffeine sizes its sketch for the maximum at half full); never past `limit`. As
+    /// in Caffeine the new table starts empty: counts gathered in a table too small for the keys
+    /// are mostly collisions. Nothing when the sketch is empty (a shard that never evicts) or
+    /// already large enough.
     @inlinable
     mutating func ensureCapacity(_ keys: Int, limit: Int = .max) {
-        var target = min(max(keys, 2 * capacity), Self.maximumCapacity)
-        if target >= limit / 2 { target = limit }
-        target = min(target, Self.maximumCapacity)
+        let target = min(keys >= limit / 2 ? limit : max(keys, 2 * capacity), limit, Self.maximumCapacity)
         guard !words.isEmpty, keys > capacity, target > capacity else { return }
         let grown = FrequencySketch(capacity: target, seed: seed)
         words = grown.words

@@ -61,37 +61,44 @@ extension MemoryShard {
         min(limits.count ?? 64, 64)
     }
 
-    /// Grows the sketch when the shard will hold `entries`, more than half the keys it is sized
-    /// for: to twice them at least (``FrequencySketch/ensureCapacity(_:limit:)``), never past the
-    /// count limit. One comparison while the sketch is large enough.
+    /// Grows the sketch once the shard holds more than half the keys it is sized for, after a
+    /// new entry (whose hash tag is `tag`) is stored and before the limits are enforced: to twice
+    /// the entries at least (``FrequencySketch/ensureCapacity(_:limit:)``), never past the count
+    /// limit. A growth empties the table, so the new entry is counted again in it, once. One
+    /// comparison while the sketch is large enough for twice the entries.
     @inlinable
-    mutating func growSketch(entries: Int) {
-        guard entries > sketch.capacity >> 1 else { return }
+    mutating func growSketch(adding tag: UInt32) {
+        guard count > sketch.capacity >> 1 else { return }
         let limit = limits.count ?? .max
         guard sketch.capacity < limit else { return }
-        sketch.ensureCapacity(entries << 1, limit: limit)
+        let before = sketch.capacity
+        sketch.ensureCapacity(count << 1, limit: limit)
+        if sketch.capacity != before { sketch.increment(tag) }
     }
 
-    /// Most lookups a shard counts before it hands them to the cache's ``climber``: a shard
-    /// reports at least this often, and more often when it is small
-    /// (``sampleLookup(hit:)``).
+    /// Most lookups a shard counts before it hands them to the cache's ``climber``.
     @inlinable
     static var reportPeriod: Int { 64 }
+
+    /// Fewest lookups a shard counts before it reports: a shard touches the climber's shared
+    /// atomic once per eight of its lookups at most, however small it is.
+    @inlinable
+    static var shortestReportPeriod: Int { 8 }
 
     /// The window's share of the capacity (`.adaptive`; under `.lru` the window is everything).
     @usableFromInline var windowShare: Double { isAdaptive ? appliedShare : 1 }
 
     /// Counts a lookup towards the window's adaptation, once the shard is full.
     ///
-    /// A shard reports every ``reportPeriod`` lookups, or, when it is small, every sixteenth of
-    /// its entries or of its part of the shortest sample (``WindowClimber/shardReportFloor``),
-    /// whichever is more: all shards together then hold back at most a sixteenth of the shortest
-    /// sample, and each applies a moved share within as many of its own lookups.
+    /// A shard reports every sixteenth of its entries, within ``shortestReportPeriod`` …
+    /// ``reportPeriod`` lookups: with the default shards (64 entries each at least) all shards
+    /// together then hold back at most an eighth of the shortest sample, and each applies a moved
+    /// share within as many of its own lookups.
     @inlinable
     mutating func sampleLookup(hit: Bool) {
         guard isFull, let climber else { return }
         if hit { sampleHits += 1 } else { sampleMisses += 1 }
-        let period = min(Self.reportPeriod, max(count >> 4, climber.shardReportFloor))
+        let period = min(Self.reportPeriod, max(count >> 4, Self.shortestReportPeriod))
         guard sampleHits + sampleMisses >= period else { return }
         let share = climber.report(hits: sampleHits, misses: sampleMisses, entries: count)
         sampleHits = 0

@@ -112,8 +112,6 @@ extension MemoryShard {
     ) {
         statistics.unreported += 1
         generation &+= 1
-        // Before the insert is counted: a growth starts an empty table.
-        if isAdaptive { growSketch(entries: count + 1) }
         countWrite(tag: tag)
         if expires != 0 { hasExpiring = true }
         if let limit = limits.cost, cost > limit {
@@ -173,6 +171,7 @@ extension MemoryShard {
             if !tags.isEmpty { setTags(tags, at: index) }
             count += 1
             self.cost += Int128(cost)
+            if isAdaptive { growSketch(adding: tag) }
         }
         enforceLimits(now: now, removed: &removed)
     }

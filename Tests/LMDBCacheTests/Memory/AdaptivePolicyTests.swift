@@ -309,7 +309,9 @@ struct AdaptivePolicyTests {
         let share = Self.windowShare(seed: seed, requests: 100_000) { random, step in
             step % 4 != 0 ? Int(random.next() % 180) : 1_000_000 + step
         }
-        #expect(share < AdaptiveWindow.initialShare / 2, "window share \(share)")
+        // Near nothing: within the last steps' noise (a few points: the step has decayed to about
+        // a third of a full one) of an empty window, where the recency workload ends above 31 %.
+        #expect(share < AdaptiveWindow.fullStep / 2, "window share \(share)")
     }
 
     @Test("a new cache's window starts at its initial share")

@@ -175,13 +175,6 @@ struct ReferenceShard {
     }
 
     mutating func insert(_ value: Int, forKey key: Int, tag: UInt32, cost: Int, expires: UInt64, now: UInt64) {
-        if adaptive, 2 * (count + 1) > sketch.capacity, sketch.capacity < countLimit ?? .max {
-            // Before the insert is counted, the sketch grows once the shard will hold more than
-            // half the keys it is sized for: to twice them, never past the count limit.
-            let before = sketch.capacity
-            sketch.ensureCapacity(2 * (count + 1), limit: countLimit ?? .max)
-            if sketch.capacity != before { events[.sketchGrown, default: 0] += 1 }
-        }
         if adaptive {
             // The fill of the last miss was counted at the miss.
             if lastMiss == tag {
@@ -219,6 +212,17 @@ struct ReferenceShard {
                 value: value, cost: cost, accessed: now, expires: expires, tag: tag, list: .window, moved: 0)
             totalCost += Int128(cost)
             push(key, to: .window)
+            if adaptive, 2 * count > sketch.capacity, sketch.capacity < countLimit ?? .max {
+                // A new entry: once the shard holds more than half the keys the sketch is sized
+                // for, it asks for twice its entries (never past the count limit). A growth
+                // empties the table, and the new key is counted in it once.
+                let before = sketch.capacity
+                sketch.ensureCapacity(2 * count, limit: countLimit ?? .max)
+                if sketch.capacity != before {
+                    sketch.increment(tag)
+                    events[.sketchGrown, default: 0] += 1
+                }
+            }
         }
         enforceLimits(now: now)
     }
@@ -465,14 +469,12 @@ struct ReferenceShard {
         move(key, to: entry.list)
     }
 
-    /// Counts a lookup for the window's climber once the shard is full; every
-    /// `MemoryShard.reportPeriod` lookups, or, when fewer, every sixteenth of the entries held or
-    /// of the shortest sample (1,800 lookups; one shard), whichever is more, the climber hears them
-    /// and may move the share.
+    /// Counts a lookup for the window's climber once the shard is full; every sixteenth of the
+    /// entries held, within 8 … 64 lookups, the climber hears them and may move the share.
     mutating func countLookup(hit: Bool) {
         guard full else { return }
         if hit { sampleHits += 1 } else { sampleMisses += 1 }
-        let period = min(MemoryShard<Int, Int>.reportPeriod, max(count / 16, 1_800 / 16))
+        let period = min(64, max(count / 16, 8))
         guard sampleHits + sampleMisses >= period else { return }
         let previous = share
         share = climber.report(hits: sampleHits, misses: sampleMisses, entries: count)
@@ -538,10 +540,10 @@ struct ClimberModel {
     let countLimit: Int?
     let costBounded: Bool
     private(set) var share = AdaptiveWindow.initialShare
-    private(set) var step = AdaptiveWindow.fullStep
+    private(set) var step = -AdaptiveWindow.fullStep
     private var hits = 0
     private var lookups = 0
-    private var baseline: Double?
+    private var baseline = 0.0
 
     init(countLimit: Int?, costBounded: Bool) {
         self.countLimit = countLimit
@@ -560,16 +562,14 @@ struct ClimberModel {
         let ratio = Double(self.hits) / Double(lookups)
         self.hits = 0
         lookups = 0
-        if let baseline {
-            let change = ratio - baseline
-            let move = change >= 0 ? step : -step
-            if abs(change) >= AdaptiveWindow.restartThreshold {
-                step = move >= 0 ? AdaptiveWindow.fullStep : -AdaptiveWindow.fullStep
-            } else {
-                step = move * AdaptiveWindow.decay
-            }
-            share = min(max(share + move, 0), AdaptiveWindow.maximumShare)
+        let change = ratio - baseline
+        let move = change >= 0 ? step : -step
+        if abs(change) >= AdaptiveWindow.restartThreshold {
+            step = move.sign == .plus ? AdaptiveWindow.fullStep : -AdaptiveWindow.fullStep
+        } else {
+            step = move * AdaptiveWindow.decay
         }
+        share = min(max(share + move, 0), AdaptiveWindow.maximumShare)
         baseline = ratio
         return share
     }

@@ -110,9 +110,10 @@ struct HitRateSuite: Suite {
                         let replay = replayMemoryCache(trace, capacity: capacity, byteBounded: byteBounded, shards: nil)
                         let low = replay.windowShares.min() ?? 0
                         let high = replay.windowShares.max() ?? 0
-                        result.windowShares.append(
-                            "\(label): " + replay.windowPath.map { formatPercent($0) }.joined(separator: " → ")
-                                + (low == high ? "" : " (shards \(formatPercent(low))–\(formatPercent(high)) at the end)"))
+                        let spread =
+                            low == high ? "" : " (shards \(formatPercent(low))–\(formatPercent(high)) at the end)"
+                        let path = replay.windowPath.map { formatPercent($0) }.joined(separator: " → ")
+                        result.windowShares.append("\(label): " + path + spread)
                         return (replay.hits, replay.nanoseconds)
                     }
                 ),
